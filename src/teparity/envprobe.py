@@ -1,0 +1,112 @@
+"""Read the environment (GPUs, TE import, thunder's TE executors) in a one-off subprocess, cached as JSON.
+
+The pytest processes never import thunder or initialize CUDA just to decide what to skip: the probe
+does it once per environment, under a file lock, so that the xdist controller and every worker read
+the same answer (CONVENTIONS.md, "Collection under xdist").
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from teparity.versions import Environment, Versions, find_te_executors
+
+PROBE_TIMEOUT_S = 300
+
+
+def _first_line(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}"
+    return text.splitlines()[0][:300]
+
+
+def probe() -> Environment:
+    """Do the reading in this process (meant for the subprocess; it imports torch, TE and thunder)."""
+    import torch
+
+    gpus = []
+    if torch.cuda.is_available():
+        for index in range(torch.cuda.device_count()):
+            gpus.append(
+                {"name": torch.cuda.get_device_name(index), "capability": list(torch.cuda.get_device_capability(index))}
+            )
+    versions = Versions.installed()
+    te_error = None
+    if versions.transformer_engine is not None:
+        try:
+            import transformer_engine.pytorch  # noqa: F401
+        except Exception as error:  # any import failure is a reason to report, not to crash on
+            te_error = _first_line(error)
+    thunder_error = None
+    executors = {}
+    try:
+        import thunder  # noqa: F401
+
+        executors = {k: v.as_dict() for k, v in find_te_executors().items()}
+    except Exception as error:
+        thunder_error = _first_line(error)
+        executors = {
+            kind: {"kind": kind, "missing_reason": f"thunder fails to import: {thunder_error}"}
+            for kind in ("legacy", "functional")
+        }
+    return Environment.from_json(
+        {
+            "versions": {
+                "torch": versions.torch,
+                "thunder": versions.thunder,
+                "transformer_engine": versions.transformer_engine,
+            },
+            "gpus": gpus,
+            "executors": executors,
+            "te_import_error": te_error,
+            "thunder_import_error": thunder_error,
+        }
+    )
+
+
+def _cache_path() -> Path:
+    key = json.dumps(
+        [
+            sys.executable,
+            sys.path,
+            os.environ.get("CUDA_VISIBLE_DEVICES"),
+            vars(Versions.installed()),
+        ]
+    )
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"teparity-env-{digest}.json"
+
+
+@functools.cache
+def environment() -> Environment:
+    """The probed environment, from the cache when another process of this environment already probed."""
+    path = _cache_path()
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():
+            return Environment.from_json(json.loads(path.read_text()))
+        completed = subprocess.run(
+            [sys.executable, "-m", "teparity.envprobe"],
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+        )
+        if completed.returncode != 0:
+            raise RuntimeError(
+                f"the environment probe failed (exit {completed.returncode}):\n{completed.stderr[-4000:]}"
+            )
+        data = json.loads(completed.stdout.strip().splitlines()[-1])
+        path.write_text(json.dumps(data))
+        return Environment.from_json(data)
+
+
+if __name__ == "__main__":
+    print(json.dumps(probe().to_json()))

@@ -1,0 +1,202 @@
+"""The teparity pytest plugin: options, markers, the report header, skips with reasons, the parity report.
+
+Imports no torch, thunder or TE at module import (``--help``, collection and the xdist controller stay
+fast and never touch CUDA); what the machine can run comes from the cached environment probe.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from teparity import mutations
+from teparity.report import EVIDENCE_CHARS, ParityReport, TestOutcome
+
+_PROPERTY = "teparity"
+_EVIDENCE = "teparity_evidence"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("teparity", "teparity: thunder + TransformerEngine parity gate")
+    group.addoption(
+        "--teparity-timeout",
+        type=float,
+        default=180.0,
+        help="harness deadline in seconds for a multi-rank run; hung ranks are stack-dumped and killed "
+        "(default 180; the process-group timeout is min(60, this / 2))",
+    )
+    group.addoption(
+        "--teparity-world-size", type=int, default=2, help="ranks for the multi-rank tests (default 2)"
+    )
+    group.addoption("--teparity-report", metavar="PATH", help="write the parity report as JSON to PATH")
+    group.addoption(
+        "--teparity-inject",
+        metavar="NAME",
+        action="append",
+        default=[],
+        choices=sorted(mutations.CATALOG),
+        help="apply a known regression from teparity.mutations in every process, ranks included "
+        "(repeatable; the gate is expected to fail)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for line in (
+        "check(name): the parity-report row this test feeds",
+        "fp8: needs TransformerEngine and an FP8-capable GPU (sm_89+); skipped otherwise, with the reason",
+        "multirank: spawns ranks with torch.distributed",
+    ):
+        config.addinivalue_line("markers", line)
+    if injected := config.getoption("teparity_inject"):
+        os.environ[mutations.ENV_VAR] = ",".join(injected)
+    _register_hypothesis_profiles()
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(ParityReporter(config), "teparity-parity-reporter")
+
+
+def _register_hypothesis_profiles() -> None:
+    from hypothesis import HealthCheck, settings
+
+    common = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+    settings.register_profile("dev", max_examples=20, **common)
+    settings.register_profile("ci", max_examples=30, derandomize=True, database=None, print_blob=True, **common)
+    settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("TEPARITY_HYPOTHESIS_PROFILE", "dev"))
+
+
+def _environment() -> Any:
+    from teparity.envprobe import environment
+
+    return environment()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    env = _environment()
+    gpus = ", ".join(g.describe() for g in env.gpus) or "none"
+    lines = [
+        f"teparity: {env.versions.describe()}",
+        f"teparity: GPUs: {gpus}; FP8: {env.fp8_reason() or 'yes'}",
+        f"teparity: world size {config.getoption('teparity_world_size')}, "
+        f"harness deadline {config.getoption('teparity_timeout'):g} s",
+        *(f"teparity: TE executor {info.label()}" for info in env.executors.values()),
+    ]
+    if env.te_import_error:
+        lines.append(f"teparity: TransformerEngine import error: {env.te_import_error}")
+    if injected := config.getoption("teparity_inject"):
+        lines.append(f"teparity: INJECTED REGRESSIONS (the gate should fail): {', '.join(injected)}")
+    return lines
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tag each check's items with (check, executor) so that reports carry them across xdist."""
+    for item in items:
+        marker = item.get_closest_marker("check")
+        if marker is None:
+            continue
+        callspec = getattr(item, "callspec", None)
+        executor = callspec.params.get("executor") if callspec else None
+        item.user_properties.append((_PROPERTY, {"check": marker.args[0], "executor": executor}))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("fp8") and (reason := _environment().fp8_reason()):
+        pytest.skip(reason)
+
+
+# -- fixtures --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def teparity_env() -> Any:
+    """The probed ``versions.Environment``."""
+    return _environment()
+
+
+@pytest.fixture(scope="session")
+def world_size(request: pytest.FixtureRequest) -> int:
+    return request.config.getoption("teparity_world_size")
+
+
+@pytest.fixture(scope="session")
+def rank_runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., list[Any]]:
+    """``run_ranks`` bound to the session's deadline and a work directory under pytest's tmp dir."""
+    from teparity.ranks import run_ranks
+
+    return functools.partial(
+        run_ranks, timeout=request.config.getoption("teparity_timeout"), workdir=tmp_path_factory.mktemp("ranks")
+    )
+
+
+@pytest.fixture
+def te_executor(request: pytest.FixtureRequest, teparity_env: Any) -> Any:
+    """The ``ExecutorInfo`` for the test's ``executor`` parameter; skips when this thunder has none."""
+    kind = request.getfixturevalue("executor")
+    if reason := teparity_env.executor_reason(kind):
+        pytest.skip(reason)
+    return teparity_env.executors[kind]
+
+
+@pytest.fixture
+def evidence(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """Record a one-line evidence summary for the parity report (what a pass rests on)."""
+
+    def record(summary: str) -> None:
+        request.node.user_properties.append((_EVIDENCE, summary))
+
+    return record
+
+
+# -- the parity report -----------------------------------------------------------------------------
+
+
+def _outcome(report: pytest.TestReport) -> TestOutcome | None:
+    if report.skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        return TestOutcome(report.nodeid, "skip", reason.removeprefix("Skipped: "))
+    if report.failed:
+        crash = getattr(report.longrepr, "reprcrash", None)
+        message = crash.message if crash is not None else report.longreprtext
+        return TestOutcome(report.nodeid, "FAIL", message[:EVIDENCE_CHARS])
+    if report.when == "call":
+        return TestOutcome(report.nodeid, "pass", dict(report.user_properties).get(_EVIDENCE, ""))
+    return None
+
+
+class ParityReporter:
+    """Collects test reports into the parity report; lives in the xdist controller or a lone process."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.report = ParityReport(environment={})
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        tag = dict(report.user_properties).get(_PROPERTY)
+        if tag is not None and (outcome := _outcome(report)) is not None:
+            self.report.record(tag["check"], tag["executor"], outcome)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.report.cells:
+            terminalreporter.write_sep("=", "teparity parity report")
+            terminalreporter.write_line(self.report.table())
+
+    def pytest_sessionfinish(self) -> None:
+        if path := self.config.getoption("teparity_report"):
+            self.report.environment = self._environment_section()
+            self.report.write(path)
+
+    def _environment_section(self) -> dict[str, Any]:
+        from teparity.ranks import default_backend
+
+        env = _environment()
+        world = self.config.getoption("teparity_world_size")
+        return {
+            **env.to_json(),
+            "world_size": world,
+            "backend": default_backend(world),
+            "harness_deadline_s": self.config.getoption("teparity_timeout"),
+            "injected": self.config.getoption("teparity_inject"),
+            "fp8": env.fp8_reason() or "yes",
+        }

@@ -1,0 +1,68 @@
+"""Rank functions that misbehave on purpose: the harness tests use them to show that ``run_ranks`` turns
+every way a rank can go wrong into a prompt failure with evidence (they live here so spawn can import them).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+FAULTY_RANK = -1  # the last rank misbehaves: no assumption of ranks 0 and 1
+
+
+def _faulty(rank: int, world_size: int) -> bool:
+    return rank == world_size + FAULTY_RANK
+
+
+def sum_of_ranks(rank: int, world_size: int) -> tuple[int, int, int]:
+    """A healthy collective: every rank returns (rank, world_size, sum of all ranks)."""
+    import torch
+    import torch.distributed as dist
+
+    total = torch.tensor([rank])
+    dist.all_reduce(total)
+    return rank, world_size, int(total.item())
+
+
+def raise_on_last_rank(rank: int, world_size: int, message: str) -> None:
+    """The last rank raises; the others wait for it in a barrier."""
+    import torch.distributed as dist
+
+    if _faulty(rank, world_size):
+        raise ValueError(message)
+    dist.barrier()
+
+
+def exit_on_last_rank(rank: int, world_size: int, code: int) -> None:
+    """The last rank calls ``os._exit(code)`` mid-run, as a native crash or a stray exit would."""
+    import torch.distributed as dist
+
+    if _faulty(rank, world_size):
+        os._exit(code)
+    dist.barrier()
+
+
+def kill_last_rank(rank: int, world_size: int) -> None:
+    """The last rank dies from SIGKILL (the OOM killer's signal)."""
+    import torch.distributed as dist
+
+    if _faulty(rank, world_size):
+        os.kill(os.getpid(), signal.SIGKILL)
+    dist.barrier()
+
+
+def skip_collective_on_last_rank(rank: int, world_size: int) -> None:
+    """The classic hang: the last rank skips an all-reduce and waits elsewhere while the others block in it."""
+    import torch
+    import torch.distributed as dist
+
+    if _faulty(rank, world_size):
+        waiting_for_a_collective_that_others_skipped()
+    else:
+        dist.all_reduce(torch.ones(1))
+
+
+def waiting_for_a_collective_that_others_skipped() -> None:
+    while True:  # stands in for the rank's next step, which never meets the others
+        time.sleep(0.1)

@@ -1,0 +1,248 @@
+"""Run a function on N ranks with torch.distributed and gather plain-data results; fail loudly, never hang.
+
+``run_ranks(fn, *args)`` spawns ``world_size`` processes (``torch.multiprocessing`` spawn context), each
+joining a process group that rendezvouses through a fresh file in its own work directory (no ports:
+safe with several pytest-xdist workers at once), calls ``fn(rank, world_size, *args)`` and returns the
+ranks' results in rank order. ``fn`` must be importable by qualified name (module level in
+``src/teparity``) and return picklable plain data.
+
+Failures come back as one ``RanksFailed`` naming every failing rank: its traceback if it raised, its
+exit code or signal if it died, and its Python stack (faulthandler, on SIGUSR1) if it was still running
+at the harness deadline or a grace period after another rank failed. Every rank is killed before this
+returns, and each rank also dies with its parent (``PR_SET_PDEATHSIG``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import datetime
+import faulthandler
+import multiprocessing.connection
+import os
+import pickle
+import shlex
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+DEFAULT_TIMEOUT_S = 180.0
+#: The process-group timeout: shorter than the harness deadline, so NCCL/gloo raise first when they can.
+DEFAULT_PG_TIMEOUT_S = 60.0
+#: How long the other ranks may run on once one rank has failed (they are usually stuck in a collective).
+FAILURE_GRACE_S = 10.0
+STACK_DUMP_WAIT_S = 2.0
+LOG_TAIL_LINES = 80
+_PR_SET_PDEATHSIG = 1
+
+Backend = Literal["gloo", "nccl"]
+
+
+@dataclasses.dataclass(frozen=True)
+class RankFailure:
+    rank: int
+    #: raised | exited | signaled | hung
+    kind: str
+    summary: str
+    detail: str
+
+
+class RanksFailed(AssertionError):
+    """One or more ranks raised, died or hung. ``failures`` has one entry per failing rank."""
+
+    def __init__(self, failures: list[RankFailure], *, pids: list[int], header: str, footer: str) -> None:
+        self.failures = failures
+        self.pids = pids
+        blocks = [f"--- rank {f.rank}: {f.summary} ---\n{f.detail.rstrip()}" for f in failures]
+        super().__init__("\n".join([header, *blocks, footer]))
+
+
+def default_backend(world_size: int) -> Backend:
+    """NCCL with one GPU per rank when there are enough GPUs, else gloo (DESIGN.md, "Backend")."""
+    from teparity.envprobe import environment
+
+    return "nccl" if len(environment().gpus) >= world_size else "gloo"
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent died before the prctl took effect
+        os._exit(1)
+
+
+def _rank_main(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    rank: int,
+    world_size: int,
+    backend: Backend,
+    workdir: str,
+    pg_timeout_s: float,
+    parent_pid: int,
+) -> None:
+    """Entry point of one rank: set up evidence capture, join the group, run ``fn``, write the result."""
+    _die_with_parent(parent_pid)
+    log = open(Path(workdir) / f"rank{rank}.log", "w", buffering=1)
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    faulthandler.enable(file=log, all_threads=True)
+    faulthandler.register(signal.SIGUSR1, file=log, all_threads=True)
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size))
+    payload: dict[str, Any]
+    try:
+        import torch
+        import torch.distributed as dist
+
+        from teparity import mutations
+
+        mutations.apply_from_env()
+        if backend == "nccl":
+            torch.cuda.set_device(rank)
+        dist.init_process_group(
+            backend,
+            init_method=f"file://{Path(workdir) / 'rendezvous'}",
+            rank=rank,
+            world_size=world_size,
+            timeout=datetime.timedelta(seconds=pg_timeout_s),
+        )
+        payload = {"ok": fn(rank, world_size, *args)}
+        pickled = pickle.dumps(payload)
+    except BaseException:
+        pickled = pickle.dumps({"error": traceback.format_exc()})
+    tmp = Path(workdir) / f"rank{rank}.result.tmp"
+    tmp.write_bytes(pickled)
+    tmp.rename(Path(workdir) / f"rank{rank}.result")
+    log.flush()
+    if "error" in pickle.loads(pickled):
+        os._exit(1)  # skip destroy_process_group: peers may be stuck in a collective with this rank
+    dist.destroy_process_group()
+
+
+def _log_tail(workdir: Path, rank: int) -> str:
+    path = workdir / f"rank{rank}.log"
+    if not path.exists():
+        return "(no log)"
+    lines = path.read_text(errors="replace").splitlines()
+    return "\n".join(lines[-LOG_TAIL_LINES:]) or "(empty log)"
+
+
+def _rerun_line() -> str:
+    current = os.environ.get("PYTEST_CURRENT_TEST")
+    if not current:
+        return f"re-run: {shlex.join([sys.executable, *sys.argv])}"
+    nodeid = current.rsplit(" (", 1)[0]
+    return f"re-run: python -m pytest {shlex.quote(nodeid)} -p no:xdist"
+
+
+def run_ranks(
+    fn: Callable[..., Any],
+    *args: Any,
+    world_size: int = 2,
+    backend: Backend | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    pg_timeout: float | None = None,
+    workdir: str | os.PathLike[str] | None = None,
+) -> list[Any]:
+    """Run ``fn(rank, world_size, *args)`` on ``world_size`` fresh ranks and return their results."""
+    __tracebackhide__ = True
+    import torch.multiprocessing as torch_mp
+
+    backend = backend or default_backend(world_size)
+    pg_timeout = pg_timeout if pg_timeout is not None else min(DEFAULT_PG_TIMEOUT_S, timeout / 2)
+    root = Path(workdir) if workdir is not None else Path(tempfile.gettempdir())
+    root.mkdir(parents=True, exist_ok=True)
+    run_dir = Path(tempfile.mkdtemp(prefix="ranks-", dir=root))
+    context = torch_mp.get_context("spawn")
+    processes = [
+        context.Process(
+            target=_rank_main,
+            args=(fn, args, rank, world_size, backend, str(run_dir), pg_timeout, os.getpid()),
+            name=f"teparity-rank{rank}",
+        )
+        for rank in range(world_size)
+    ]
+    still_running: dict[int, str] = {}
+    try:
+        for process in processes:
+            process.start()
+        still_running = _supervise(processes, run_dir, timeout)
+    finally:
+        started = [p for p in processes if p.pid is not None]
+        for process in started:
+            if process.is_alive():
+                process.kill()
+        for process in started:
+            process.join(timeout=10)
+
+    results: list[Any] = []
+    failures: list[RankFailure] = []
+    for rank, process in enumerate(processes):
+        result_path = run_dir / f"rank{rank}.result"
+        payload = pickle.loads(result_path.read_bytes()) if result_path.exists() else None
+        if rank in still_running:
+            failures.append(RankFailure(rank, "hung", still_running[rank], _log_tail(run_dir, rank)))
+        elif payload is not None and "error" in payload:
+            failures.append(RankFailure(rank, "raised", "raised", payload["error"]))
+        elif process.exitcode is not None and process.exitcode < 0:
+            name = signal.Signals(-process.exitcode).name
+            failures.append(RankFailure(rank, "signaled", f"killed by signal {name}", _log_tail(run_dir, rank)))
+        elif payload is None:
+            summary = f"exited with code {process.exitcode} and no result"
+            failures.append(RankFailure(rank, "exited", summary, _log_tail(run_dir, rank)))
+        else:
+            results.append(payload["ok"])
+    if failures:
+        raise RanksFailed(
+            failures,
+            pids=[p.pid for p in processes if p.pid is not None],
+            header=(
+                f"{len(failures)} of {world_size} ranks failed ({fn.__module__}.{fn.__qualname__}, "
+                f"backend {backend}, harness deadline {timeout:g} s, process-group timeout {pg_timeout:g} s)"
+            ),
+            footer=f"{_rerun_line()}\nrank logs: {run_dir}",
+        )
+    return results
+
+
+def _supervise(processes: list[Any], run_dir: Path, timeout: float) -> dict[int, str]:
+    """Wait for the ranks; return {rank: why} for those still running at the deadline (stacks dumped)."""
+    start = time.monotonic()
+    deadline = start + timeout
+    failed_at: float | None = None
+    while True:
+        alive = [p for p in processes if p.is_alive()]
+        if not alive:
+            return {}
+        now = time.monotonic()
+        if failed_at is None and any(_has_failed(p, rank, run_dir) for rank, p in enumerate(processes)):
+            failed_at = now
+            deadline = min(deadline, now + FAILURE_GRACE_S)
+        if now >= deadline:
+            break
+        multiprocessing.connection.wait([p.sentinel for p in alive], timeout=min(0.5, deadline - now))
+    why = (
+        f"hung: still running {FAILURE_GRACE_S:g} s after another rank failed"
+        if failed_at is not None
+        else f"hung: still running at the harness deadline ({timeout:g} s)"
+    )
+    hung = {processes.index(p): why + "; its Python stack (faulthandler):" for p in alive}
+    for process in alive:
+        try:
+            os.kill(process.pid, signal.SIGUSR1)
+        except ProcessLookupError:
+            pass
+    time.sleep(STACK_DUMP_WAIT_S)
+    return hung
+
+
+def _has_failed(process: Any, rank: int, run_dir: Path) -> bool:
+    if process.exitcode not in (None, 0):
+        return True
+    result_path = run_dir / f"rank{rank}.result"
+    return process.exitcode == 0 and not result_path.exists()

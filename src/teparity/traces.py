@@ -1,0 +1,198 @@
+"""Queries and invariants over thunder traces, with violations that carry the trace tail as evidence.
+
+A trace is first reduced to a ``TraceSummary``: one plain-data row per bound symbol (index, name,
+role, first printed line). Ranks send summaries back to the parent, and every invariant is a
+function of a summary, so a check reads the same in one process and on several ranks, on every
+thunder build. The return is found by ``PrimIDs.RETURN`` (``return`` in 2024 builds, ``python_return``
+later), never by name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+from teparity.versions import BACKWARD_SYNC_SYMBOL
+
+Role = Literal["return", "backward_sync", "grad_wait", "all_reduce", "other"]
+
+#: Executed-trace names of thunder's distributed wait / all-reduce (torch executor implementations
+#: of ``thunder.distributed.prims.wait`` / ``all_reduce``) and of the prims themselves.
+_WAIT_NAMES = frozenset({"torch_wait_prim_impl", "wait"})
+_ALL_REDUCE_NAMES = frozenset({"torch_all_reduce_prim_impl", "all_reduce"})
+TAIL_ROWS = 4
+CONTEXT_ROWS = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class SymbolRow:
+    index: int
+    name: str
+    role: Role
+    text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceSummary:
+    """A trace as plain data: picklable across ranks, comparable, printable."""
+
+    label: str
+    rows: tuple[SymbolRow, ...]
+
+    def indices(self, role: Role) -> list[int]:
+        return [row.index for row in self.rows if row.role == role]
+
+    def count(self, role: Role) -> int:
+        return len(self.indices(role))
+
+
+@dataclasses.dataclass(frozen=True)
+class Violation:
+    invariant: str
+    message: str
+    evidence: str
+
+    def render(self) -> str:
+        return f"[{self.invariant}] {self.message}\n{self.evidence}"
+
+
+def _role(bsym: Any) -> Role:
+    from thunder.core.prims import PrimIDs
+
+    sym = bsym.sym
+    if sym.id == PrimIDs.RETURN:
+        return "return"
+    if sym.name == BACKWARD_SYNC_SYMBOL or sym.id == BACKWARD_SYNC_SYMBOL:
+        return "backward_sync"
+    if sym.name in _WAIT_NAMES:
+        return "grad_wait"
+    if sym.name in _ALL_REDUCE_NAMES:
+        return "all_reduce"
+    return "other"
+
+
+def _first_line(bsym: Any) -> str:
+    try:
+        lines = str(bsym).strip().splitlines()
+    except Exception as error:  # printing a symbol must never hide the evidence of the others
+        return f"<unprintable: {type(error).__name__}>"
+    return (lines[0] if lines else "")[:140]
+
+
+def summarize(trace: Any, label: str) -> TraceSummary:
+    """Reduce a thunder ``TraceCtx`` to a ``TraceSummary``."""
+    rows = tuple(
+        SymbolRow(index=i, name=bsym.sym.name, role=_role(bsym), text=_first_line(bsym))
+        for i, bsym in enumerate(trace.bound_symbols)
+    )
+    return TraceSummary(label=label, rows=rows)
+
+
+def render_rows(summary: TraceSummary, focus: Iterable[int]) -> str:
+    """The trace tail and the rows around ``focus``, with indices; focused rows are marked ``>>``."""
+    focus = set(focus)
+    shown: set[int] = set(range(max(0, len(summary.rows) - TAIL_ROWS), len(summary.rows)))
+    for index in focus:
+        shown.update(range(max(0, index - CONTEXT_ROWS), min(len(summary.rows), index + CONTEXT_ROWS + 1)))
+    lines = [f"  {summary.label} ({len(summary.rows)} bound symbols):"]
+    previous = -1
+    for index in sorted(shown):
+        if index != previous + 1:
+            lines.append("      ...")
+        row = summary.rows[index]
+        marker = ">>" if index in focus else "  "
+        lines.append(f"  {marker} {index:4d}  {row.text}")
+        previous = index
+    return "\n".join(lines)
+
+
+def _violation(summary: TraceSummary, invariant: str, message: str, focus: Iterable[int]) -> Violation:
+    return Violation(invariant=invariant, message=f"{summary.label}: {message}", evidence=render_rows(summary, focus))
+
+
+# -- invariants of the legacy executor's backward FP8 sync -------------------------------------------
+
+
+def check_backward_sync(summary: TraceSummary, *, expect_grad_waits: bool = False) -> list[Violation]:
+    """Exactly one backward sync, immediately before the return and after every gradient wait.
+
+    With ``expect_grad_waits`` (a DDP backward), the trace must also hold the gradient all-reduce
+    waits: a DDP backward without them is not the trace this invariant is about.
+    """
+    syncs = summary.indices("backward_sync")
+    returns = summary.indices("return")
+    waits = summary.indices("grad_wait")
+    if len(returns) != 1:
+        return [_violation(summary, "single-return", f"expected one return symbol, found {len(returns)}", returns)]
+    return_index = returns[0]
+    if len(syncs) != 1:
+        found = f"at indices {syncs}" if syncs else "none"
+        return [
+            _violation(
+                summary,
+                "backward-sync-count",
+                f"expected exactly one {BACKWARD_SYNC_SYMBOL}, found {len(syncs)} ({found}); return at {return_index}",
+                [*syncs, return_index],
+            )
+        ]
+    sync_index = syncs[0]
+    violations = []
+    if sync_index > return_index:
+        violations.append(
+            _violation(
+                summary,
+                "backward-sync-before-return",
+                f"{BACKWARD_SYNC_SYMBOL} at index {sync_index} comes after the return at index {return_index}: "
+                "it never runs",
+                [sync_index, return_index],
+            )
+        )
+    elif sync_index != return_index - 1:
+        violations.append(
+            _violation(
+                summary,
+                "backward-sync-before-return",
+                f"{BACKWARD_SYNC_SYMBOL} at index {sync_index} is not immediately before the return at index "
+                f"{return_index} ({return_index - sync_index - 1} symbols between)",
+                [sync_index, return_index],
+            )
+        )
+    if expect_grad_waits and not waits:
+        violations.append(
+            _violation(summary, "backward-sync-after-grad-waits", "a DDP backward without gradient waits", [])
+        )
+    late_waits = [index for index in waits if index > sync_index]
+    if late_waits:
+        violations.append(
+            _violation(
+                summary,
+                "backward-sync-after-grad-waits",
+                f"{BACKWARD_SYNC_SYMBOL} at index {sync_index} precedes gradient all-reduce waits at {late_waits}",
+                [sync_index, *late_waits],
+            )
+        )
+    return violations
+
+
+def check_no_forward_sync(summary: TraceSummary) -> list[Violation]:
+    """The backward sync belongs to the backward trace only."""
+    syncs = summary.indices("backward_sync")
+    if not syncs:
+        return []
+    return [
+        _violation(
+            summary,
+            "no-sync-in-forward",
+            f"{BACKWARD_SYNC_SYMBOL} in the forward trace at indices {syncs}",
+            syncs,
+        )
+    ]
+
+
+def assert_no_violations(violations: Sequence[Violation], context: str) -> None:
+    """Fail with every violation and its evidence in one message."""
+    __tracebackhide__ = True
+    if violations:
+        body = "\n\n".join(v.render() for v in violations)
+        raise AssertionError(f"{len(violations)} trace invariant violation(s); {context}\n\n{body}")

@@ -1,0 +1,290 @@
+"""What is installed and what it supports: torch, thunder and TE versions, thunder's TE executors, GPUs.
+
+Every version difference of thunder's TE executors is decided here, so that tests read the same on
+every build. Each "cannot" carries a reason string that skips reuse verbatim.
+
+Executors, by thunder release (FACTS.md):
+
+==========================  ==============================================  ==================================
+thunder                     legacy (module-based, backward-sync symbol)     functional (per-linear amax update)
+==========================  ==============================================  ==================================
+0.1.0 .. 0.2.5              ``transformer_engineex.transformer_engine_ex``  0.2.3 .. 0.2.5: opt-in
+                                                                            ``transformer_engine_v2ex``
+0.2.6                       ``transformer_engine_v1ex``                     ``transformer_engineex`` (default)
+0.2.7.dev20251130 on        removed (thunder PR #2762)                      ``transformer_engineex``
+==========================  ==============================================  ==================================
+
+The modules are found by probing in that order and recognized by what they define (``TELinear`` for
+the legacy executor, a ``TransformerEngineTransform*`` class for the functional one), so weekly builds
+between releases are handled without a table of dates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.metadata
+from typing import Any, Literal
+
+from packaging.version import InvalidVersion, Version
+
+ExecutorKind = Literal["legacy", "functional"]
+EXECUTOR_KINDS: tuple[ExecutorKind, ...] = ("legacy", "functional")
+
+#: Name and id of the legacy executor's backward FP8 sync symbol.
+BACKWARD_SYNC_SYMBOL = "te_sync_fp8_meta_bwd"
+#: The legacy executor's module-level helper that inserts the sync into the backward trace.
+SYNC_INSERTION_HELPER = "_insert_bwd_fp8_meta_sync"
+
+# (module, executor attribute, marker attribute) in probing order.
+_LEGACY_CANDIDATES = (
+    ("thunder.executors.transformer_engine_v1ex", "transformer_engine_v1_ex", "TELinear"),
+    ("thunder.executors.transformer_engineex", "transformer_engine_ex", "TELinear"),
+)
+_FUNCTIONAL_CANDIDATES = (
+    ("thunder.executors.transformer_engineex", "transformer_engine_ex", "TransformerEngineTransform"),
+    ("thunder.executors.transformer_engine_v2ex", "transformer_engine_v2_ex", "TransformerEngineTransformV2"),
+)
+_WHY_ABSENT = {
+    "legacy": "the legacy TE executor was removed in 0.2.7.dev20251130 (thunder PR #2762)",
+    "functional": "the functional TE executor first shipped in 0.2.3 (transformer_engine_v2ex)",
+}
+
+FP8_MIN_CAPABILITY = (8, 9)
+#: thunder PR #873 ("DDP as a transform", 2024-08-04) made ``ddp(jit(model))`` the form; builds before it
+#: only take ``jit(ddp(model))`` (``ddp(jit(...))`` fails there with "None had an unexpected type").
+DDP_OF_JITTED_SINCE = Version("0.2.0.dev20240804")
+
+
+def installed_version(distribution: str) -> str | None:
+    """The installed version of ``distribution`` without importing it (None when absent)."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def parse_version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Versions:
+    """Versions of the systems under test, read from package metadata (no import, no CUDA)."""
+
+    torch: str | None
+    thunder: str | None
+    transformer_engine: str | None
+
+    @classmethod
+    def installed(cls) -> Versions:
+        return cls(
+            torch=installed_version("torch"),
+            thunder=installed_version("lightning-thunder"),
+            transformer_engine=installed_version("transformer_engine"),
+        )
+
+    def describe(self) -> str:
+        return (
+            f"torch {self.torch or 'absent'}, lightning-thunder {self.thunder or 'absent'}, "
+            f"TransformerEngine {self.transformer_engine or 'absent'}"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecutorInfo:
+    """One of thunder's TE executors as found in the installed thunder (plain data: travels as JSON)."""
+
+    kind: ExecutorKind
+    module: str | None = None
+    attribute: str | None = None
+    #: The transform class the functional executor needs (``thunder.jit(transforms=[...])``).
+    transform: str | None = None
+    #: Whether the executor object exists (the functional one is None without TE).
+    executor_present: bool = False
+    #: Legacy only: whether this build has the backward-sync symbol and its insertion helper.
+    has_backward_sync: bool = False
+    #: Why this thunder has no such executor at all (None when the module was found).
+    missing_reason: str | None = None
+
+    @property
+    def found(self) -> bool:
+        return self.module is not None
+
+    def label(self) -> str:
+        if not self.found:
+            return f"{self.kind}: none ({self.missing_reason})"
+        where = f"{self.module}.{self.attribute}"
+        state = "" if self.executor_present else " [executor is None: TE not importable]"
+        sync = f", {BACKWARD_SYNC_SYMBOL}" if self.has_backward_sync else ""
+        return f"{self.kind}: {where}{sync}{state}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _import_optional(module_name: str) -> Any | None:
+    try:
+        return importlib.import_module(module_name)
+    except ImportError:
+        return None
+
+
+def find_te_executors() -> dict[ExecutorKind, ExecutorInfo]:
+    """Locate thunder's TE executors by importing thunder (call in a probe or a rank, not in plugin import)."""
+    thunder_version = installed_version("lightning-thunder")
+    found: dict[ExecutorKind, ExecutorInfo] = {}
+    for kind, candidates in (("legacy", _LEGACY_CANDIDATES), ("functional", _FUNCTIONAL_CANDIDATES)):
+        for module_name, attribute, marker in candidates:
+            module = _import_optional(module_name)
+            if module is None or not hasattr(module, marker):
+                continue
+            found[kind] = ExecutorInfo(
+                kind=kind,
+                module=module_name,
+                attribute=attribute,
+                transform=marker if kind == "functional" else None,
+                executor_present=getattr(module, attribute, None) is not None,
+                has_backward_sync=kind == "legacy"
+                and hasattr(module, BACKWARD_SYNC_SYMBOL)
+                and hasattr(module, SYNC_INSERTION_HELPER),
+            )
+            break
+        else:
+            found[kind] = ExecutorInfo(
+                kind=kind, missing_reason=f"lightning-thunder {thunder_version} has none: {_WHY_ABSENT[kind]}"
+            )
+    return found
+
+
+def executor_module(info: ExecutorInfo) -> Any:
+    """The imported module of a found executor."""
+    if info.module is None:
+        raise LookupError(f"no {info.kind} TE executor: {info.missing_reason}")
+    return importlib.import_module(info.module)
+
+
+def jit_options(info: ExecutorInfo, fp8_recipe: Any | None = None) -> dict[str, Any]:
+    """``thunder.jit`` keyword arguments that put this TE executor first (FACTS.md, "Enable")."""
+    import thunder
+
+    module = executor_module(info)
+    executor = getattr(module, info.attribute)
+    if executor is None:
+        raise LookupError(f"{info.module}.{info.attribute} is None: TransformerEngine is not importable")
+    options: dict[str, Any] = {"executors": [executor, *thunder.get_default_executors()]}
+    if info.kind == "functional":
+        options["transforms"] = [getattr(module, info.transform)()]
+    elif fp8_recipe is not None:
+        options["te_fp8_recipe"] = fp8_recipe  # a misspelled key would be ignored silently
+    return options
+
+
+def jit_ddp(model: Any, jit_kwargs: dict[str, Any]) -> Any:
+    """``thunder.distributed.ddp`` + ``thunder.jit`` in the order this thunder supports.
+
+    ``broadcast_from=None``: the ranks build identical seeded weights, and broadcasting a CUDA leaf
+    parameter fails under gloo (FACTS.md).
+    """
+    import thunder
+    import thunder.distributed
+
+    version = parse_version(installed_version("lightning-thunder") or "")
+    if version is not None and version < DDP_OF_JITTED_SINCE:
+        return thunder.jit(thunder.distributed.ddp(model, broadcast_from=None), **jit_kwargs)
+    return thunder.distributed.ddp(thunder.jit(model, **jit_kwargs), broadcast_from=None)
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuInfo:
+    name: str
+    capability: tuple[int, int]
+
+    @property
+    def fp8(self) -> bool:
+        return tuple(self.capability) >= FP8_MIN_CAPABILITY
+
+    def describe(self) -> str:
+        return f"{self.name} (sm_{self.capability[0]}{self.capability[1]})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Environment:
+    """What this machine can run, as read by the environment probe (see envprobe.py)."""
+
+    versions: Versions
+    gpus: tuple[GpuInfo, ...]
+    executors: dict[ExecutorKind, ExecutorInfo]
+    #: Why ``import transformer_engine.pytorch`` failed, or None if it worked or TE is absent.
+    te_import_error: str | None
+    thunder_import_error: str | None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Environment:
+        return cls(
+            versions=Versions(**data["versions"]),
+            gpus=tuple(GpuInfo(g["name"], tuple(g["capability"])) for g in data["gpus"]),
+            executors={k: ExecutorInfo(**v) for k, v in data["executors"].items()},
+            te_import_error=data["te_import_error"],
+            thunder_import_error=data["thunder_import_error"],
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "versions": dataclasses.asdict(self.versions),
+            "gpus": [dataclasses.asdict(g) for g in self.gpus],
+            "executors": {k: v.as_dict() for k, v in self.executors.items()},
+            "te_import_error": self.te_import_error,
+            "thunder_import_error": self.thunder_import_error,
+        }
+
+    # -- reasons: None means "can"; a string says why not, and is what a skip prints ----------------
+
+    def thunder_reason(self) -> str | None:
+        if self.versions.thunder is None:
+            return "lightning-thunder is not installed"
+        if self.thunder_import_error:
+            return f"lightning-thunder {self.versions.thunder} fails to import: {self.thunder_import_error}"
+        return None
+
+    def executor_reason(self, kind: ExecutorKind) -> str | None:
+        if reason := self.thunder_reason():
+            return reason
+        return self.executors[kind].missing_reason
+
+    def backward_sync_reason(self) -> str | None:
+        if reason := self.executor_reason("legacy"):
+            return reason
+        if not self.executors["legacy"].has_backward_sync:
+            return (
+                f"lightning-thunder {self.versions.thunder}'s legacy TE executor has no {BACKWARD_SYNC_SYMBOL} "
+                "(added 2024-05-13, thunder PR #379)"
+            )
+        return None
+
+    def te_reason(self) -> str | None:
+        if self.versions.transformer_engine is None:
+            return "TransformerEngine is not installed (GPU tiers need `pip install .[gpu]` on an FP8 GPU host)"
+        if self.te_import_error:
+            return f"TransformerEngine {self.versions.transformer_engine} fails to import: {self.te_import_error}"
+        return None
+
+    def fp8_gpu_reason(self) -> str | None:
+        if not self.gpus:
+            return "no CUDA GPU visible (FP8 needs sm_89+)"
+        if not any(g.fp8 for g in self.gpus):
+            seen = ", ".join(g.describe() for g in self.gpus)
+            return f"no FP8-capable GPU (need sm_89+; found {seen})"
+        return None
+
+    def fp8_reason(self) -> str | None:
+        """Why thunder + TE FP8 cannot run here (TE, GPU), or None."""
+        return self.te_reason() or self.fp8_gpu_reason()
+
+    def gpus_reason(self, count: int) -> str | None:
+        if len(self.gpus) < count:
+            return f"needs {count} GPUs, {len(self.gpus)} visible"
+        return None

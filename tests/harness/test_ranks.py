@@ -1,0 +1,169 @@
+"""run_ranks: results in rank order, and every way a rank can fail becomes a prompt failure with evidence."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from teparity import rank_faults
+from teparity.ranks import STACK_DUMP_WAIT_S, RanksFailed, run_ranks
+
+pytestmark = pytest.mark.multirank
+SPAWN_ALLOWANCE_S = 30.0  # starting and importing torch in every rank on a loaded 2-core runner
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a dead child whose new parent has not reaped it yet)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _assert_gone(pids: list[int]) -> None:
+    alive = [pid for pid in pids if _running(pid)]
+    assert not alive, f"rank processes outlived run_ranks: {alive}"
+
+
+@pytest.mark.parametrize("world_size", [1, 3])
+def test_results_come_back_in_rank_order(world_size: int, tmp_path: Path) -> None:
+    results = run_ranks(rank_faults.sum_of_ranks, world_size=world_size, backend="gloo", workdir=tmp_path)
+    total = sum(range(world_size))
+    assert results == [(rank, world_size, total) for rank in range(world_size)]
+
+
+def test_a_raising_rank_is_named_with_its_traceback(tmp_path: Path) -> None:
+    with pytest.raises(RanksFailed) as failed:
+        run_ranks(rank_faults.raise_on_last_rank, "boom from the last rank", world_size=2, backend="gloo", workdir=tmp_path)
+    by_rank = {f.rank: f for f in failed.value.failures}
+    assert by_rank[1].kind == "raised"
+    assert "ValueError: boom from the last rank" in by_rank[1].detail
+    assert "raise_on_last_rank" in by_rank[1].detail
+    assert "--- rank 1: raised ---" in str(failed.value)
+    assert "re-run: python -m pytest" in str(failed.value)
+    _assert_gone(failed.value.pids)
+
+
+def test_a_rank_that_exits_reports_its_exit_code(tmp_path: Path) -> None:
+    with pytest.raises(RanksFailed) as failed:
+        run_ranks(rank_faults.exit_on_last_rank, 7, world_size=2, backend="gloo", workdir=tmp_path)
+    by_rank = {f.rank: f for f in failed.value.failures}
+    assert by_rank[1].kind == "exited"
+    assert "exited with code 7" in by_rank[1].summary
+    _assert_gone(failed.value.pids)
+
+
+def test_a_killed_rank_reports_its_signal(tmp_path: Path) -> None:
+    with pytest.raises(RanksFailed) as failed:
+        run_ranks(rank_faults.kill_last_rank, world_size=2, backend="gloo", workdir=tmp_path)
+    by_rank = {f.rank: f for f in failed.value.failures}
+    assert by_rank[1].kind == "signaled"
+    assert "SIGKILL" in by_rank[1].summary
+    _assert_gone(failed.value.pids)
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_a_hang_fails_within_the_deadline_with_every_stack_and_no_orphans(world_size: int, tmp_path: Path) -> None:
+    deadline = 6.0
+    start = time.monotonic()
+    with pytest.raises(RanksFailed) as failed:
+        # A process-group timeout far beyond the deadline: the harness, not gloo, must end this.
+        run_ranks(
+            rank_faults.skip_collective_on_last_rank, world_size=world_size, backend="gloo",
+            timeout=deadline, pg_timeout=600, workdir=tmp_path,
+        )
+    elapsed = time.monotonic() - start
+    assert elapsed < deadline + STACK_DUMP_WAIT_S + SPAWN_ALLOWANCE_S, f"took {elapsed:.1f} s"
+    failures = {f.rank: f for f in failed.value.failures}
+    assert sorted(failures) == list(range(world_size)), str(failed.value)
+    assert all(f.kind == "hung" for f in failures.values())
+    for rank in range(world_size - 1):
+        assert "in all_reduce" in failures[rank].detail, failures[rank].detail
+    assert "in waiting_for_a_collective_that_others_skipped" in failures[world_size - 1].detail
+    _assert_gone(failed.value.pids)
+
+
+def test_ranks_die_with_their_parent(tmp_path: Path) -> None:
+    """If the parent is SIGKILLed (no finally runs), PR_SET_PDEATHSIG still ends every rank."""
+    script = tmp_path / "parent.py"
+    script.write_text(textwrap.dedent(f"""
+        from teparity import rank_faults
+        from teparity.ranks import run_ranks
+        if __name__ == "__main__":
+            run_ranks(rank_faults.skip_collective_on_last_rank, world_size=2, backend="gloo",
+                      timeout=600, pg_timeout=600, workdir={str(tmp_path)!r})
+    """))
+    parent = subprocess.Popen([sys.executable, str(script)])
+    try:
+        ranks = _wait_for_children(parent.pid, count=2, within=SPAWN_ALLOWANCE_S)
+        _wait_for(lambda: len(list(tmp_path.glob("ranks-*/rank*.log"))) == 2, within=SPAWN_ALLOWANCE_S)
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_running(pid) for pid in ranks):
+        time.sleep(0.1)
+    _assert_gone(ranks)
+
+
+def _wait_for(condition: Callable[[], bool], *, within: float) -> None:
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {within} s"
+        time.sleep(0.2)
+
+
+def _wait_for_children(parent: int, *, count: int, within: float) -> list[int]:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        ranks = [pid for pid in _children(parent) if b"spawn_main" in _cmdline(pid)]
+        if len(ranks) >= count:
+            return ranks
+        time.sleep(0.2)
+    raise AssertionError(f"{count} ranks of {parent} did not start within {within} s")
+
+
+def _children(parent: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == parent:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def test_two_xdist_workers_run_ranks_at_once(pytester: pytest.Pytester) -> None:
+    """Rendezvous files live in each run's own directory: concurrent workers never meet."""
+    pytester.makepyfile(
+        test_concurrent="""
+        import pytest
+        from teparity import rank_faults
+        from teparity.ranks import run_ranks
+
+        @pytest.mark.parametrize("n", range(4))
+        def test_ranks(n, tmp_path):
+            assert run_ranks(rank_faults.sum_of_ranks, world_size=2, backend="gloo", workdir=tmp_path) == [(0, 2, 1), (1, 2, 1)]
+        """
+    )
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "teparity.plugin", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*2 workers*"])

@@ -1,0 +1,68 @@
+"""The parity report: cells aggregate outcomes, and a real -n 2 run writes them, with evidence, as JSON."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from teparity.report import ParityReport, TestOutcome
+
+
+def test_a_failure_dominates_a_cell_and_a_skip_keeps_its_reason() -> None:
+    report = ParityReport(environment={})
+    report.record("c1", "legacy", TestOutcome("t1", "pass", "ok"))
+    report.record("c1", "legacy", TestOutcome("t2", "FAIL", "boom"))
+    report.record("c1", "functional", TestOutcome("t3", "skip", "no functional executor"))
+    report.record("c2", "legacy", TestOutcome("t4", "pass", "ok"))
+    report.record("c2", "legacy", TestOutcome("t5", "skip", "x"))
+    assert report.cells[("c1", "legacy")].outcome == "FAIL"
+    assert report.cells[("c1", "functional")].short() == "skip (no functional executor)"
+    assert report.cells[("c2", "legacy")].outcome == "pass"
+    table = report.table()
+    assert "FAIL (1/2)" in table and "skip (no functional executor)" in table
+    assert ParityReport.from_json(report.to_json()).to_json() == report.to_json()
+
+
+def test_from_json_rejects_other_files() -> None:
+    with pytest.raises(ValueError, match="not a teparity parity report"):
+        ParityReport.from_json({"schema": "other"})
+
+
+def test_a_parallel_run_reports_every_cell_with_evidence(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_checks="""
+        import pytest
+
+        @pytest.mark.parametrize("executor", ["legacy", "functional"])
+        @pytest.mark.check("alpha")
+        def test_alpha(executor, evidence):
+            evidence(f"alpha ran on {executor}")
+            assert executor == "legacy", "functional differs"
+
+        @pytest.mark.parametrize("executor", ["legacy", "functional"])
+        @pytest.mark.check("beta")
+        def test_beta(executor):
+            pytest.skip(f"no {executor} here")
+
+        @pytest.mark.check("gamma")
+        def test_gamma():
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "-p", "teparity.plugin", "-p", "no:cacheprovider", "--teparity-report", "report.json"
+    )
+    result.assert_outcomes(passed=2, failed=1, skipped=2)
+    result.stdout.fnmatch_lines(["*teparity parity report*", "alpha*pass*FAIL (1/1)*"])
+    data = json.loads((pytester.path / "report.json").read_text())
+    cells = {(r["check"], r["executor"]): r for r in data["results"]}
+    assert cells[("alpha", "legacy")]["outcome"] == "pass"
+    assert cells[("alpha", "legacy")]["tests"][0]["evidence"] == "alpha ran on legacy"
+    assert cells[("alpha", "functional")]["outcome"] == "FAIL"
+    assert "functional differs" in cells[("alpha", "functional")]["tests"][0]["evidence"]
+    assert cells[("beta", "functional")]["tests"][0]["evidence"] == "no functional here"
+    assert cells[("gamma", "-")]["outcome"] == "pass"
+    assert data["environment"]["versions"]["thunder"] is not None
+    assert data["environment"]["world_size"] == 2
+    assert data["environment"]["backend"] in ("gloo", "nccl")

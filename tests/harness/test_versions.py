@@ -1,0 +1,102 @@
+"""versions: thunder's TE executors are found where FACTS.md says, and every "cannot" says why."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from packaging.version import Version
+
+from teparity.envprobe import environment
+from teparity.versions import Environment, ExecutorInfo, GpuInfo, Versions, find_te_executors, installed_version
+
+THUNDER = Version(installed_version("lightning-thunder") or "0")
+
+
+def _expected_modules(thunder: Version) -> dict[str, str | None]:
+    """FACTS.md's table, written out independently of versions.py's probing."""
+    if thunder >= Version("0.2.7.dev20251130"):
+        return {"legacy": None, "functional": "thunder.executors.transformer_engineex"}
+    if thunder >= Version("0.2.6.dev0"):
+        return {"legacy": "thunder.executors.transformer_engine_v1ex", "functional": "thunder.executors.transformer_engineex"}
+    if thunder >= Version("0.2.3"):
+        return {"legacy": "thunder.executors.transformer_engineex", "functional": "thunder.executors.transformer_engine_v2ex"}
+    return {"legacy": "thunder.executors.transformer_engineex", "functional": None}
+
+
+def test_executors_are_found_where_this_thunder_keeps_them() -> None:
+    found = find_te_executors()
+    expected = _expected_modules(THUNDER)
+    assert {kind: info.module for kind, info in found.items()} == expected, f"thunder {THUNDER}"
+    for kind, info in found.items():
+        assert (info.missing_reason is None) == (expected[kind] is not None)
+        if info.missing_reason:
+            assert str(THUNDER) in info.missing_reason
+
+
+@pytest.mark.skipif(THUNDER < Version("0.2.0.dev20240519") or THUNDER >= Version("0.2.7.dev20251130"),
+                    reason=f"thunder {THUNDER} has no legacy backward sync to find")
+def test_the_legacy_backward_sync_is_found() -> None:
+    assert find_te_executors()["legacy"].has_backward_sync
+
+
+def test_the_probe_matches_an_in_process_reading() -> None:
+    env = environment()
+    assert env.versions == Versions.installed()
+    assert env.executors == find_te_executors()
+    assert env.te_import_error is None or env.versions.transformer_engine is not None
+
+
+def test_plugin_import_loads_no_torch_thunder_or_te() -> None:
+    code = "import sys, teparity.plugin; print(sorted(m for m in ('torch', 'thunder', 'transformer_engine') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def _env(gpus: tuple[GpuInfo, ...] = (), te: str | None = None, te_error: str | None = None,
+         thunder: str = "0.2.6", executors: dict | None = None) -> Environment:
+    return Environment(
+        versions=Versions(torch="2.11.0", thunder=thunder, transformer_engine=te),
+        gpus=gpus,
+        executors=executors or {
+            "legacy": ExecutorInfo("legacy", "m", "a", has_backward_sync=True, executor_present=True),
+            "functional": ExecutorInfo("functional", missing_reason="lightning-thunder 0.2.2 has none: because"),
+        },
+        te_import_error=te_error,
+        thunder_import_error=None,
+    )
+
+
+H200 = GpuInfo("NVIDIA H200", (9, 0))
+A100 = GpuInfo("NVIDIA A100", (8, 0))
+
+
+@pytest.mark.parametrize(
+    ("env", "reason"),
+    [
+        (_env(), "TransformerEngine is not installed"),
+        (_env(te="2.9.0", te_error="OSError: libcuda.so.1"), "TransformerEngine 2.9.0 fails to import: OSError: libcuda.so.1"),
+        (_env(te="2.9.0"), "no CUDA GPU visible (FP8 needs sm_89+)"),
+        (_env(te="2.9.0", gpus=(A100,)), "no FP8-capable GPU (need sm_89+; found NVIDIA A100 (sm_80))"),
+        (_env(te="2.9.0", gpus=(H200,)), None),
+    ],
+)
+def test_fp8_reasons(env: Environment, reason: str | None) -> None:
+    got = env.fp8_reason()
+    assert got == reason if reason is None else reason in (got or ""), got
+
+
+def test_executor_and_gpu_count_reasons() -> None:
+    env = _env(gpus=(H200,))
+    assert env.executor_reason("legacy") is None
+    assert env.executor_reason("functional") == "lightning-thunder 0.2.2 has none: because"
+    assert env.gpus_reason(1) is None
+    assert env.gpus_reason(2) == "needs 2 GPUs, 1 visible"
+    no_sync = _env(executors={"legacy": ExecutorInfo("legacy", "m", "a"), "functional": ExecutorInfo("functional", "m", "a")})
+    assert "has no te_sync_fp8_meta_bwd (added 2024-05-13, thunder PR #379)" in no_sync.backward_sync_reason()
+
+
+def test_environment_round_trips_through_json() -> None:
+    env = _env(gpus=(H200, A100), te="2.12.0")
+    assert Environment.from_json(env.to_json()) == env

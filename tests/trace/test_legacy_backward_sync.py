@@ -1,0 +1,111 @@
+"""Trace tier: the legacy TE executor's backward FP8 sync is in the backward trace once, right before the
+return (after every gradient all-reduce wait under DDP), never in the forward, and runs once per backward.
+
+Regressions this guards: thunder PR #591 (the sync appended after the return, so it never ran), a
+missing or duplicated sync, and a sync that TE's own per-module sync doubles.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from teparity.scenarios import LegacySyncRun, LegacySyncSpec, legacy_sync_run
+from teparity.traces import assert_no_violations, check_backward_sync, check_no_forward_sync
+
+pytestmark = pytest.mark.parametrize("executor", ["legacy"])
+STEPS = 3
+
+
+def _spec(env: Any, *, ddp: bool) -> LegacySyncSpec:
+    """On an FP8 GPU with TE the linears really go to TE; elsewhere the trace is built on the CPU."""
+    return LegacySyncSpec(steps=STEPS, device="cpu" if env.fp8_reason() else "cuda", ddp=ddp)
+
+
+def _context(env: Any, runs: list[LegacySyncRun]) -> str:
+    return f"{env.versions.describe()}; {env.executors['legacy'].label()}; sync counted by {runs[0].recorder_mode}"
+
+
+@pytest.fixture(scope="module")
+def single_process(teparity_env: Any, rank_runner: Any) -> list[LegacySyncRun]:
+    if reason := teparity_env.backward_sync_reason():
+        pytest.skip(reason)
+    return rank_runner(legacy_sync_run, _spec(teparity_env, ddp=False), world_size=1)
+
+
+@pytest.fixture(scope="module")
+def ddp(teparity_env: Any, rank_runner: Any, world_size: int) -> list[LegacySyncRun]:
+    if reason := teparity_env.backward_sync_reason():
+        pytest.skip(reason)
+    return rank_runner(legacy_sync_run, _spec(teparity_env, ddp=True), world_size=world_size)
+
+
+def _assert_placement(env: Any, runs: list[LegacySyncRun], *, ddp: bool, evidence: Any) -> None:
+    violations = [v for run in runs for v in check_backward_sync(run.backward, expect_grad_waits=ddp)]
+    assert_no_violations(violations, _context(env, runs))
+    run = runs[0]
+    sync, ret = run.backward.indices("backward_sync")[0], run.backward.indices("return")[0]
+    waits = run.backward.indices("grad_wait")
+    evidence(f"{len(runs)} rank(s): sync at {sync}, return at {ret}, last grad wait at {waits[-1] if waits else '-'}")
+
+
+def _assert_runs_once(env: Any, runs: list[LegacySyncRun], evidence: Any) -> None:
+    counts = {rank: run.backward_syncs_per_step for rank, run in enumerate(runs)}
+    expected = (1,) * STEPS
+    wrong = {rank: c for rank, c in counts.items() if c != expected}
+    assert not wrong, (
+        f"backward syncs per step (reduce_and_update_fp8_tensors(forward=False) calls) should be {expected} "
+        f"on every rank; got {wrong} (all ranks: {counts}); {_context(env, runs)}"
+    )
+    evidence(f"{len(runs)} rank(s) x {STEPS} steps: 1 sync per backward ({runs[0].recorder_mode})")
+
+
+@pytest.mark.check("bwd-sync-placement[1proc]")
+def test_backward_sync_placement(executor: str, teparity_env: Any, single_process: list[LegacySyncRun], evidence: Any) -> None:
+    _assert_placement(teparity_env, single_process, ddp=False, evidence=evidence)
+
+
+@pytest.mark.check("fwd-has-no-sync[1proc]")
+def test_no_sync_in_forward(executor: str, teparity_env: Any, single_process: list[LegacySyncRun], evidence: Any) -> None:
+    assert_no_violations(check_no_forward_sync(single_process[0].forward), _context(teparity_env, single_process))
+    evidence(f"forward trace: {len(single_process[0].forward.rows)} symbols, no sync")
+
+
+@pytest.mark.check("bwd-sync-runs-once[1proc]")
+def test_sync_runs_once_per_backward(executor: str, teparity_env: Any, single_process: list[LegacySyncRun], evidence: Any) -> None:
+    _assert_runs_once(teparity_env, single_process, evidence)
+
+
+@pytest.mark.multirank
+@pytest.mark.check("bwd-sync-placement[ddp]")
+def test_ddp_backward_sync_placement(executor: str, teparity_env: Any, ddp: list[LegacySyncRun], evidence: Any) -> None:
+    _assert_placement(teparity_env, ddp, ddp=True, evidence=evidence)
+
+
+@pytest.mark.multirank
+@pytest.mark.check("fwd-has-no-sync[ddp]")
+def test_ddp_no_sync_in_forward(executor: str, teparity_env: Any, ddp: list[LegacySyncRun], evidence: Any) -> None:
+    violations = [v for run in ddp for v in check_no_forward_sync(run.forward)]
+    assert_no_violations(violations, _context(teparity_env, ddp))
+    evidence(f"{len(ddp)} rank(s): no sync in the forward trace")
+
+
+@pytest.mark.multirank
+@pytest.mark.check("bwd-sync-runs-once[ddp]")
+def test_ddp_sync_runs_once_per_backward(executor: str, teparity_env: Any, ddp: list[LegacySyncRun], evidence: Any) -> None:
+    _assert_runs_once(teparity_env, ddp, evidence)
+
+
+@pytest.mark.fp8
+@pytest.mark.check("te-claims-every-linear[1proc]")
+def test_te_claims_every_linear(executor: str, teparity_env: Any, single_process: list[LegacySyncRun], evidence: Any) -> None:
+    """On an FP8 GPU the sync tests above mean something only if TE, not torch, ran the linears."""
+    run = single_process[0]
+    n_linears = len(LegacySyncSpec().sizes) - 1
+    te_linears = [name for name in run.forward_linear_symbols if name.startswith("te_linear")]
+    assert len(te_linears) == n_linears, (
+        f"the legacy TE executor claimed {len(te_linears)} of {n_linears} linears: silent fallback to torch; "
+        f"forward linear symbols: {list(run.forward_linear_symbols)}; {_context(teparity_env, single_process)}"
+    )
+    evidence(f"forward linears: {te_linears}")
