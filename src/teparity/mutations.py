@@ -58,6 +58,98 @@ def _duplicated(bound_symbols: list[Any], sync: Any) -> None:
 
 
 _SYNC_BUILDS = "thunder with the legacy TE executor's backward sync (0.2.0.dev20240519 .. 0.2.6)"
+_FUNCTIONAL_BUILDS = "thunder with the functional TE executor (0.2.3 on), TE installed"
+_LEGACY_TE_BUILDS = "thunder with the legacy TE executor (.. 0.2.6), TE installed"
+PERTURBATION = 1 + 2**-10
+
+
+def _functional_impl() -> Any:
+    """The functional executor's implementation module (``<executor module>_impl``), where the
+    per-linear update calls TE's Python ``_amax_and_scale_update`` and ``torch_dist``."""
+    import importlib
+
+    info = find_te_executors()["functional"]
+    if not info.executor_present:
+        raise LookupError(f"cannot inject: no usable functional TE executor ({info.label()})")
+    return importlib.import_module(f"{info.module}_impl")
+
+
+def _patch_functional_update(after: Callable[[tuple[Any, ...]], None] | None) -> None:
+    """Wrap (or, with ``after=None``, drop) the functional executor's amax/scale update."""
+    impl = _functional_impl()
+    real = impl._amax_and_scale_update
+
+    def update(*args: Any, **kwargs: Any) -> Any:
+        if after is None:
+            return None
+        result = real(*args, **kwargs)
+        after(args)
+        return result
+
+    impl._amax_and_scale_update = update
+
+
+def _perturb_scale(args: tuple[Any, ...]) -> None:
+    args[1].mul_(PERTURBATION)  # _amax_and_scale_update(amax_history, scale, fp8_max, recipe)
+
+
+def _perturb_legacy_scale() -> None:
+    """After each TELinear forward, nudge its forward scales: thunder-side state only."""
+    module = _legacy_module()
+    telinear = module.TELinear
+    real_forward = telinear.forward
+
+    def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = real_forward(self, *args, **kwargs)
+        self.fp8_meta["scaling_fwd"].scale.mul_(PERTURBATION)
+        return result
+
+    telinear.forward = forward
+
+
+def _decline_every_linear() -> None:
+    """Every TE executor's checker says no: thunder silently runs the linears in torch."""
+    patched = 0
+    for info in find_te_executors().values():
+        executor = getattr(executor_module(info), info.attribute) if info.found else None
+        for impl in getattr(executor, "implmap", {}).values():
+            if impl.checker is not None:
+                impl.checker = lambda *args, **kwargs: False
+                patched += 1
+    if not patched:
+        raise LookupError("cannot inject: no TE executor with a checker")
+
+
+def _no_cross_rank_reduction() -> None:
+    """The functional executor's amax all-reduce becomes a no-op (before thunder PR #2404)."""
+    impl = _functional_impl()
+    real = impl.torch_dist
+
+    class WithoutAllReduce:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        @staticmethod
+        def all_reduce(*args: Any, **kwargs: Any) -> None:
+            return None
+
+    impl.torch_dist = WithoutAllReduce()
+
+
+def _first_module_token_kept() -> None:
+    """TELinear no longer consumes TE's first-module token, so TE's own backward sync fires as well."""
+    module = _legacy_module()
+    real = module.FP8GlobalStateManager
+
+    class TokenKeeping:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        @staticmethod
+        def is_first_fp8_module() -> bool:
+            return False
+
+    module.FP8GlobalStateManager = TokenKeeping()
 
 CATALOG: dict[str, Mutation] = {
     m.name: m
@@ -80,6 +172,42 @@ CATALOG: dict[str, Mutation] = {
             "the backward FP8 sync inserted twice: amax histories roll twice per step",
             _SYNC_BUILDS,
             lambda: _patch_sync_insertion(_duplicated),
+        ),
+        Mutation(
+            "legacy-scale-perturbed",
+            f"the legacy executor's forward scales off by a factor {PERTURBATION} after every step",
+            _LEGACY_TE_BUILDS,
+            _perturb_legacy_scale,
+        ),
+        Mutation(
+            "functional-scale-perturbed",
+            f"the functional executor's scale update off by a factor {PERTURBATION}",
+            _FUNCTIONAL_BUILDS,
+            lambda: _patch_functional_update(_perturb_scale),
+        ),
+        Mutation(
+            "functional-amax-update-dropped",
+            "the functional executor's per-linear amax/scale update does nothing",
+            _FUNCTIONAL_BUILDS,
+            lambda: _patch_functional_update(None),
+        ),
+        Mutation(
+            "functional-no-cross-rank-reduction",
+            "the functional amax update without its cross-rank all-reduce (before thunder PR #2404)",
+            _FUNCTIONAL_BUILDS,
+            _no_cross_rank_reduction,
+        ),
+        Mutation(
+            "first-module-token-kept",
+            "the legacy executor stops consuming TE's first-module token, so TE syncs in backward too",
+            _LEGACY_TE_BUILDS,
+            _first_module_token_kept,
+        ),
+        Mutation(
+            "checker-declines",
+            "every TE executor's checker declines every linear: a silent fallback to torch",
+            "any thunder with a TE executor",
+            _decline_every_linear,
         ),
     )
 }

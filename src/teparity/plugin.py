@@ -6,7 +6,6 @@ fast and never touch CUDA); what the machine can run comes from the cached envir
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +31,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--teparity-world-size", type=int, default=2, help="ranks for the multi-rank tests (default 2)"
     )
+    group.addoption(
+        "--teparity-backend",
+        choices=("auto", "gloo", "nccl"),
+        default="auto",
+        help="process-group backend of multi-rank tests: auto = NCCL with one GPU per rank when there are "
+        "enough GPUs, else gloo (ranks share one GPU or the CPU)",
+    )
     group.addoption("--teparity-report", metavar="PATH", help="write the parity report as JSON to PATH")
     group.addoption(
         "--teparity-inject",
@@ -46,7 +52,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     for line in (
-        "check(name): the parity-report row this test feeds",
+        "check(name): the parity-report row this test feeds; {param} fields are filled from the test's parameters",
         "fp8: needs TransformerEngine and an FP8-capable GPU (sm_89+); skipped otherwise, with the reason",
         "multirank: spawns ranks with torch.distributed",
     ):
@@ -79,7 +85,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     lines = [
         f"teparity: {env.versions.describe()}",
         f"teparity: GPUs: {gpus}; FP8: {env.fp8_reason() or 'yes'}",
-        f"teparity: world size {config.getoption('teparity_world_size')}, "
+        f"teparity: world size {config.getoption('teparity_world_size')}, backend {_backend(config)}, "
         f"harness deadline {config.getoption('teparity_timeout'):g} s",
         *(f"teparity: TE executor {info.label()}" for info in env.executors.values()),
     ]
@@ -96,9 +102,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         marker = item.get_closest_marker("check")
         if marker is None:
             continue
-        callspec = getattr(item, "callspec", None)
-        executor = callspec.params.get("executor") if callspec else None
-        item.user_properties.append((_PROPERTY, {"check": marker.args[0], "executor": executor}))
+        params = item.callspec.params if hasattr(item, "callspec") else {}
+        check = marker.args[0].format(**params)  # e.g. "numerics[{recipe_id}]": one row per recipe
+        item.user_properties.append((_PROPERTY, {"check": check, "executor": params.get("executor")}))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -120,14 +126,35 @@ def world_size(request: pytest.FixtureRequest) -> int:
     return request.config.getoption("teparity_world_size")
 
 
+def _backend(config: pytest.Config) -> str:
+    from teparity.ranks import default_backend
+
+    chosen = config.getoption("teparity_backend")
+    return default_backend(config.getoption("teparity_world_size")) if chosen == "auto" else chosen
+
+
 @pytest.fixture(scope="session")
-def rank_runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., list[Any]]:
-    """``run_ranks`` bound to the session's deadline and a work directory under pytest's tmp dir."""
+def backend(request: pytest.FixtureRequest) -> str:
+    """The process-group backend of the multi-rank tests (``--teparity-backend``)."""
+    return _backend(request.config)
+
+
+@pytest.fixture(scope="session")
+def rank_runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, backend: str) -> Callable[..., list[Any]]:
+    """``run_ranks`` bound to the session's deadline, backend and a work directory under pytest's tmp dir.
+
+    One-rank runs always use gloo: a fresh process per side, no collective to speak of.
+    """
     from teparity.ranks import run_ranks
 
-    return functools.partial(
-        run_ranks, timeout=request.config.getoption("teparity_timeout"), workdir=tmp_path_factory.mktemp("ranks")
-    )
+    def run(fn: Callable[..., Any], *args: Any, world_size: int) -> list[Any]:
+        __tracebackhide__ = True
+        return run_ranks(
+            fn, *args, world_size=world_size, backend=backend if world_size > 1 else "gloo",
+            timeout=request.config.getoption("teparity_timeout"), workdir=tmp_path_factory.mktemp("ranks"),
+        )
+
+    return run
 
 
 @pytest.fixture
@@ -153,6 +180,8 @@ def evidence(request: pytest.FixtureRequest) -> Callable[[str], None]:
 
 
 def _outcome(report: pytest.TestReport) -> TestOutcome | None:
+    if report.skipped and hasattr(report, "wasxfail"):
+        return TestOutcome(report.nodeid, "xfail", report.wasxfail.removeprefix("reason: "))
     if report.skipped:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         return TestOutcome(report.nodeid, "skip", reason.removeprefix("Skipped: "))
@@ -188,14 +217,11 @@ class ParityReporter:
             self.report.write(path)
 
     def _environment_section(self) -> dict[str, Any]:
-        from teparity.ranks import default_backend
-
         env = _environment()
-        world = self.config.getoption("teparity_world_size")
         return {
             **env.to_json(),
-            "world_size": world,
-            "backend": default_backend(world),
+            "world_size": self.config.getoption("teparity_world_size"),
+            "backend": _backend(self.config),
             "harness_deadline_s": self.config.getoption("teparity_timeout"),
             "injected": self.config.getoption("teparity_inject"),
             "fp8": env.fp8_reason() or "yes",

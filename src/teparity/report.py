@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from teparity.versions import EXECUTOR_KINDS
 
-Outcome = Literal["pass", "FAIL", "skip"]
+Outcome = Literal["pass", "FAIL", "skip", "xfail"]
 NO_EXECUTOR = "-"
 SCHEMA = "teparity.parity-report/1"
 EVIDENCE_CHARS = 2000
@@ -37,12 +37,16 @@ class Cell:
         outcomes = {t.outcome for t in self.tests}
         if "FAIL" in outcomes:
             return "FAIL"
-        return "pass" if "pass" in outcomes else "skip"
+        for outcome in ("pass", "xfail"):
+            if outcome in outcomes:
+                return outcome
+        return "skip"
 
     def short(self) -> str:
         outcome = self.outcome
-        if outcome == "skip":
-            return f"skip ({self.tests[0].evidence})"
+        if outcome in ("skip", "xfail"):
+            reason = next(t.evidence for t in self.tests if t.outcome == outcome)
+            return f"{outcome} ({reason})"
         if outcome == "FAIL":
             failed = sum(1 for t in self.tests if t.outcome == "FAIL")
             return f"FAIL ({failed}/{len(self.tests)})"

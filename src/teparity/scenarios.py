@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 
+from typing import TYPE_CHECKING
+
 from teparity.syncspy import record_fp8_syncs
 from teparity.traces import TraceSummary, summarize
 from teparity.versions import executor_module, find_te_executors, jit_ddp, jit_options
+
+if TYPE_CHECKING:
+    from teparity.parity import SideSpec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,3 +62,17 @@ def legacy_sync_run(rank: int, world_size: int, spec: LegacySyncSpec) -> LegacyS
     backward = summarize(thunder.last_backward_traces(jitted)[-1], f"rank {rank} backward trace")
     linears = tuple(row.name for row in forward.rows if "linear" in row.name)
     return LegacySyncRun(forward, backward, tuple(per_step), record.mode, linears)
+
+
+def legacy_ddp_with_sync_skipped_on_last_rank(rank: int, world_size: int, spec: SideSpec) -> None:
+    """A real mismatched collective: the last rank's backward has no FP8 sync (``sync-missing`` applied
+    on that rank only), so its peers' ``reduce_and_update_fp8_tensors`` all-reduce finds no partner."""
+    import torch.distributed as dist
+
+    from teparity import mutations
+    from teparity.parity import run_side
+
+    if rank == world_size - 1:
+        mutations.apply(["sync-missing"])
+    run_side(rank, world_size, spec)
+    dist.barrier()

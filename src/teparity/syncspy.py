@@ -33,10 +33,20 @@ def _forward_argument(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     return bool(kwargs.get("forward", args[0] if args else True))
 
 
+def _te_manager() -> Any | None:
+    try:
+        from teparity.versions import fp8_global_state_manager
+
+        return fp8_global_state_manager()
+    except ImportError:
+        return None
+
+
 @contextlib.contextmanager
-def record_fp8_syncs(legacy_module: Any) -> Iterator[SyncRecord]:
-    """Record every ``reduce_and_update_fp8_tensors`` call made through ``legacy_module``'s target."""
-    manager = getattr(legacy_module, _TARGET, None)
+def record_fp8_syncs(legacy_module: Any | None) -> Iterator[SyncRecord]:
+    """Record every ``reduce_and_update_fp8_tensors`` call: TE's own class when TE imports, else a
+    recorder in ``legacy_module`` where the sync symbol looks it up."""
+    manager = _te_manager()
     if manager is not None:
         record = SyncRecord(mode="spy (calls through to TE)")
         original = manager.__dict__[_METHOD]
@@ -53,6 +63,8 @@ def record_fp8_syncs(legacy_module: Any) -> Iterator[SyncRecord]:
             setattr(manager, _METHOD, original)
         return
 
+    if legacy_module is None:
+        raise LookupError("TE is not importable and there is no legacy executor module to record in")
     record = SyncRecord(mode=f"recorder (TE absent: stands in for {_TARGET})")
 
     class RecordingFP8GlobalStateManager:

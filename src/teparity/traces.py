@@ -196,3 +196,65 @@ def assert_no_violations(violations: Sequence[Violation], context: str) -> None:
     if violations:
         body = "\n\n".join(v.render() for v in violations)
         raise AssertionError(f"{len(violations)} trace invariant violation(s); {context}\n\n{body}")
+
+
+# -- invariants that need TE: who ran the linears, the functional executor's updates ----------------
+
+
+def _named(summary: TraceSummary, prefix: str) -> list[int]:
+    return [row.index for row in summary.rows if row.name.startswith(prefix)]
+
+
+def check_te_claims(forward: TraceSummary, backward: TraceSummary, executor: str, n_linears: int) -> list[Violation]:
+    """TE symbols hold every linear, forward and backward: a silent fallback to torch is a failure."""
+    from teparity.versions import TE_BACKWARD_LINEAR_PREFIX, TE_FORWARD_LINEAR_PREFIX
+
+    violations = []
+    for summary, prefix in ((forward, TE_FORWARD_LINEAR_PREFIX[executor]), (backward, TE_BACKWARD_LINEAR_PREFIX[executor])):
+        claimed = _named(summary, prefix)
+        if len(claimed) != n_linears:
+            plain = [row.index for row in summary.rows if row.name in ("linear", "matmul") or row.name.startswith("nvFusion")]
+            violations.append(
+                _violation(
+                    summary,
+                    "te-claims-every-linear",
+                    f"the {executor} TE executor holds {len(claimed)} of {n_linears} linears ({prefix}* at {claimed}): "
+                    f"silent fallback; torch linear/matmul/fusion symbols instead at {plain}",
+                    [*claimed, *plain],
+                )
+            )
+    return violations
+
+
+def check_no_forward_linear_in_backward(backward: TraceSummary, executor: str) -> list[Violation]:
+    """A forward TE linear in the backward trace means it was recomputed (its FP8 state updated twice)."""
+    from teparity.versions import TE_FORWARD_LINEAR_PREFIX
+
+    found = _named(backward, TE_FORWARD_LINEAR_PREFIX[executor])
+    if not found:
+        return []
+    return [_violation(backward, "no-forward-te-linear-in-backward", f"forward TE linears recomputed at {found}", found)]
+
+
+def check_functional_updates(summary: TraceSummary, n_linears: int, *, max_recipes: int) -> list[Violation]:
+    """Exactly one amax/scale update per TE linear, all before the return; at most ``max_recipes`` recipe lookups."""
+    from teparity.versions import FUNCTIONAL_RECIPE_PREFIX, FUNCTIONAL_UPDATE_SYMBOL
+
+    updates = _named(summary, FUNCTIONAL_UPDATE_SYMBOL)
+    returns = summary.indices("return")
+    recipes = _named(summary, FUNCTIONAL_RECIPE_PREFIX)
+    violations = []
+    if len(updates) != n_linears:
+        violations.append(
+            _violation(summary, "one-amax-update-per-linear", f"{len(updates)} {FUNCTIONAL_UPDATE_SYMBOL} for {n_linears} TE linears (at {updates})", updates)
+        )
+    late = [i for i in updates if returns and i > returns[0]]
+    if late:
+        violations.append(
+            _violation(summary, "amax-updates-before-return", f"updates at {late} after the return at {returns[0]}: they never run", [*late, *returns])
+        )
+    if len(recipes) > max_recipes:
+        violations.append(
+            _violation(summary, "one-recipe-per-trace", f"{len(recipes)} recipe lookups (at {recipes}), expected at most {max_recipes}", recipes)
+        )
+    return violations

@@ -33,6 +33,15 @@ EXECUTOR_KINDS: tuple[ExecutorKind, ...] = ("legacy", "functional")
 
 #: Name and id of the legacy executor's backward FP8 sync symbol.
 BACKWARD_SYNC_SYMBOL = "te_sync_fp8_meta_bwd"
+#: Symbols that show a TE executor ran a linear, in the forward and backward execution traces.
+TE_FORWARD_LINEAR_PREFIX: dict[str, str] = {"legacy": "te_linear_", "functional": "te_functional_linear_fwd"}
+TE_BACKWARD_LINEAR_PREFIX: dict[str, str] = {
+    "legacy": "te_functional_linear_backward",
+    "functional": "te_functional_linear_bwd",
+}
+#: The functional executor's per-linear amax/scale update and its run-time recipe lookup.
+FUNCTIONAL_UPDATE_SYMBOL = "te_fp8_amax_and_scale_update"
+FUNCTIONAL_RECIPE_PREFIX = "get_te_fp8_recipe"
 #: The legacy executor's module-level helper that inserts the sync into the backward trace.
 SYNC_INSERTION_HELPER = "_insert_bwd_fp8_meta_sync"
 
@@ -288,3 +297,25 @@ class Environment:
         if len(self.gpus) < count:
             return f"needs {count} GPUs, {len(self.gpus)} visible"
         return None
+
+
+# -- TransformerEngine API differences (imports happen only when called, in ranks or GPU tests) ---------
+
+
+def fp8_global_state_manager() -> Any:
+    """TE's ``FP8GlobalStateManager``: ``transformer_engine.pytorch.quantization`` from 2.9, ``.fp8`` before."""
+    try:
+        from transformer_engine.pytorch.quantization import FP8GlobalStateManager
+    except ImportError:
+        from transformer_engine.pytorch.fp8 import FP8GlobalStateManager
+    return FP8GlobalStateManager
+
+
+def te_autocast(recipe: Any, group: Any | None = None) -> Any:
+    """TE's FP8 autocast context: ``te.autocast(recipe=, amax_reduction_group=)`` from 2.9 (where
+    ``fp8_autocast`` is deprecated), ``te.fp8_autocast(fp8_recipe=, fp8_group=)`` before."""
+    import transformer_engine.pytorch as te
+
+    if hasattr(te, "autocast"):
+        return te.autocast(enabled=True, recipe=recipe, amax_reduction_group=group)
+    return te.fp8_autocast(enabled=True, fp8_recipe=recipe, fp8_group=group)

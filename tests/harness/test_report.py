@@ -66,3 +66,21 @@ def test_a_parallel_run_reports_every_cell_with_evidence(pytester: pytest.Pytest
     assert data["environment"]["versions"]["thunder"] is not None
     assert data["environment"]["world_size"] == 2
     assert data["environment"]["backend"] in ("gloo", "nccl")
+
+
+def test_an_expected_failure_is_shown_as_xfail_with_its_reason(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_x="""
+        import pytest
+
+        @pytest.mark.check("known-upstream-bug")
+        @pytest.mark.xfail(strict=True, reason="upstream issue 123")
+        def test_bug():
+            assert False
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "teparity.plugin", "-p", "no:cacheprovider", "--teparity-report", "r.json")
+    result.assert_outcomes(xfailed=1)
+    result.stdout.fnmatch_lines(["known-upstream-bug*xfail (upstream issue 123)*"])
+    data = json.loads((pytester.path / "r.json").read_text())
+    assert data["results"][0]["outcome"] == "xfail"

@@ -1,0 +1,125 @@
+"""Compare the evidence of two parity sides; every difference names where it is and how far.
+
+Functions return lists of difference messages (empty: equal within the rule) plus, where useful, a
+short statistic for the parity report, so that one failure message can list every difference.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import torch
+
+from teparity.fp8state import Snapshot
+from teparity.parity import CaseRun
+from teparity.tolerances import Tolerance
+
+MAX_LISTED = 12
+
+
+@dataclasses.dataclass
+class Comparison:
+    differences: list[str] = dataclasses.field(default_factory=list)
+    #: Largest absolute difference seen per quantity ("output", "grad", "scale", ...).
+    max_abs: dict[str, float] = dataclasses.field(default_factory=dict)
+    compared: int = 0
+
+    def note(self, quantity: str, expected: torch.Tensor, actual: torch.Tensor) -> None:
+        self.compared += 1
+        if expected.shape == actual.shape and expected.numel():
+            diff = (expected.double() - actual.double()).abs().max().item()
+            self.max_abs[quantity] = max(self.max_abs.get(quantity, 0.0), diff)
+
+    def summary(self) -> str:
+        stats = ", ".join(f"max|d| {q} {v:.3g}" for q, v in sorted(self.max_abs.items()))
+        return f"{self.compared} tensors compared; {stats or 'no statistics'}"
+
+    def message(self, header: str) -> str:
+        shown = self.differences[:MAX_LISTED]
+        more = len(self.differences) - len(shown)
+        tail = f"\n  ... and {more} more" if more > 0 else ""
+        return f"{header}: {len(self.differences)} difference(s)\n  " + "\n  ".join(shown) + tail
+
+
+def _close(result: Comparison, where: str, quantity: str, expected: torch.Tensor, actual: torch.Tensor, tol: Tolerance) -> None:
+    result.note(quantity, expected, actual)
+    if expected.numel() and not expected.abs().gt(0).any():
+        result.differences.append(f"{where}: eager reference is all zeros (nothing to compare)")
+        return
+    try:
+        torch.testing.assert_close(
+            actual, expected, rtol=tol.rtol, atol=tol.atol, equal_nan=False,
+            msg=lambda m: f"{where}: {' '.join(m.split())} [rule: rtol {tol.rtol:g} atol {tol.atol:g}, {tol.source}]",
+        )
+    except AssertionError as error:
+        result.differences.append(str(error))
+
+
+def compare_numerics(eager: CaseRun, thunder: CaseRun, tol: Tolerance, *, rank: int, result: Comparison) -> None:
+    """Outputs, input gradients and parameter gradients of every step and micro-batch."""
+    for step, (e, t) in enumerate(zip(eager.steps, thunder.steps, strict=True)):
+        prefix = f"rank {rank} case {eager.case.label()} step {step}"
+        for micro, (ey, ty) in enumerate(zip(e.outputs, t.outputs, strict=True)):
+            _close(result, f"{prefix} micro {micro} output", "output", ey, ty, tol)
+        for micro, (eg, tg) in enumerate(zip(e.input_grads, t.input_grads, strict=True)):
+            _close(result, f"{prefix} micro {micro} input grad", "grad", eg, tg, tol)
+        if sorted(e.param_grads) != sorted(t.param_grads):
+            result.differences.append(f"{prefix}: gradients for {sorted(e.param_grads)} vs thunder {sorted(t.param_grads)}")
+        for name in sorted(set(e.param_grads) & set(t.param_grads)):
+            _close(result, f"{prefix} grad of {name}", "grad", e.param_grads[name], t.param_grads[name], tol)
+
+
+def compare_state(
+    expected: Snapshot, actual: Snapshot, amax_tol: Tolerance, scale_tol: Tolerance, *, where: str, result: Comparison
+) -> None:
+    """Amax histories within ``amax_tol``, scales within ``scale_tol`` (zero tolerances: bitwise)."""
+    if sorted(expected) != sorted(actual) or any(sorted(expected[k]) != sorted(actual[k]) for k in expected):
+        result.differences.append(
+            f"{where}: FP8 state covers {_layout(expected)} in the reference but {_layout(actual)} in the other"
+        )
+        return
+    for linear in sorted(expected):
+        for role in sorted(expected[linear]):
+            e, a = expected[linear][role], actual[linear][role]
+            here = f"{where} linear {linear} {role}"
+            _state_tensor(result, f"{here} amax_history", "amax_history", e["amax_history"], a["amax_history"], amax_tol)
+            _state_tensor(result, f"{here} scale", "scale", e["scale"], a["scale"], scale_tol)
+
+
+def _state_tensor(result: Comparison, where: str, quantity: str, expected: torch.Tensor, actual: torch.Tensor, tol: Tolerance) -> None:
+    result.note(quantity, expected, actual)
+    if tol.rtol == 0 and tol.atol == 0:
+        if not torch.equal(expected, actual):
+            result.differences.append(f"{where} differs (rule: bitwise, {tol.source}): {_first_mismatch(expected, actual)}")
+        return
+    try:
+        torch.testing.assert_close(actual, expected, rtol=tol.rtol, atol=tol.atol, msg=lambda m: f"{where}: {' '.join(m.split())} [rule: {tol.source}]")
+    except AssertionError as error:
+        result.differences.append(str(error))
+
+
+def _layout(snapshot: Snapshot) -> str:
+    return "{" + ", ".join(f"{k}: {sorted(v)}" for k, v in sorted(snapshot.items())) + "}"
+
+
+def _first_mismatch(expected: torch.Tensor, actual: torch.Tensor) -> str:
+    if expected.shape != actual.shape:
+        return f"shape {tuple(actual.shape)} vs {tuple(expected.shape)}"
+    mismatched = expected != actual
+    if expected.dim() == 0:
+        return f"{actual.item()!r} vs {expected.item()!r}"
+    where = tuple(mismatched.nonzero()[0].tolist())
+    return f"{int(mismatched.sum())} of {expected.numel()} entries, first at {where}: {actual[where].item()!r} vs {expected[where].item()!r}"
+
+
+def compare_across_ranks(runs_by_rank: list[list[CaseRun]], *, result: Comparison) -> None:
+    """Every rank's FP8 state equals rank 0's, bitwise, at every step (the amax reduction happened)."""
+    exact = Tolerance(0.0, 0.0, "identical on every rank of an fp8 group")
+    for rank, runs in enumerate(runs_by_rank[1:], start=1):
+        for case_index, run in enumerate(runs):
+            reference = runs_by_rank[0][case_index]
+            for step, (s0, s) in enumerate(zip(reference.steps, run.steps, strict=True)):
+                compare_state(s0.fp8_state, s.fp8_state, exact, exact, where=f"rank {rank} vs rank 0 case {run.case.label()} step {step}", result=result)
+
+
+def state_is_empty(runs: list[CaseRun]) -> bool:
+    return all(not step.fp8_state for run in runs for step in run.steps)

@@ -1,0 +1,98 @@
+"""FP8 scaling state of eager TE modules and of thunder's TE executors, in one normalized shape.
+
+A snapshot maps each linear (its name in the model, "0", "2", ...) to its tensor roles, each with
+``amax_history`` (``[L]``) and ``scale`` (``[]``), on the CPU:
+
+    {"0": {"input": {...}, "weight": {...}, "grad_output": {...}}, ...}
+
+Where the state lives, by side and version (FACTS.md; TE csrc/common.h column order):
+
+- eager ``te.Linear`` and the legacy executor's ``TELinear`` (both TE modules): ``fp8_meta["scaling_fwd"]``
+  columns 0 input, 1 weight (2 output, unused); ``fp8_meta["scaling_bwd"]`` column 0 grad_output
+  (1 grad_input, unused). ``tex.FP8TensorMeta`` in TE 1.x, a ``RecipeState`` in 2.x: same attributes.
+- the functional executor: one ``TERecipeState`` per linear and direction in ``bsym._call_ctx`` of
+  ``get_te_fp8_state_N``; its ``.state`` holds ``[L, 2]`` (input, weight) forward and ``[L, 1]``
+  (grad_output) backward. Found by following each TE linear's quantizer arguments to their producers.
+
+Recipes without scaling state (Float8CurrentScaling) give an empty snapshot.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+FORWARD_ROLES = ("input", "weight")
+BACKWARD_ROLES = ("grad_output",)
+
+Snapshot = dict[str, dict[str, dict[str, Any]]]
+
+
+def _roles(state: Any, roles: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    if state is None or not hasattr(state, "amax_history"):
+        return {}
+    return {
+        role: {
+            "amax_history": state.amax_history[:, column].detach().float().cpu().clone(),
+            "scale": state.scale[column].detach().float().cpu().clone(),
+        }
+        for column, role in enumerate(roles)
+    }
+
+
+def _module_state(module: Any) -> dict[str, dict[str, Any]]:
+    meta = getattr(module, "fp8_meta", {})
+    return {**_roles(meta.get("scaling_fwd"), FORWARD_ROLES), **_roles(meta.get("scaling_bwd"), BACKWARD_ROLES)}
+
+
+def eager_snapshot(model: Any) -> Snapshot:
+    """State of every TE module in an eager model (unwraps torch DDP)."""
+    model = getattr(model, "module", model)
+    return {name: state for name, child in model.named_children() if (state := _module_state(child))}
+
+
+def legacy_snapshot(forward_trace: Any, linear_names: list[str]) -> Snapshot:
+    """State of the legacy executor's ``TELinear`` modules, in forward order (= the model's linear order)."""
+    modules = [
+        bsym._call_ctx[bsym.sym.name].func
+        for bsym in forward_trace.bound_symbols
+        if bsym.sym.name.startswith("te_linear_")
+    ]
+    return _by_name(linear_names, [_module_state(m) for m in modules])
+
+
+def functional_snapshot(forward_trace: Any, backward_trace: Any, linear_names: list[str]) -> Snapshot:
+    """State of the functional executor's recipe states, matched to linears through quantizer arguments."""
+    producers = {
+        proxy.name: bsym
+        for trace in (forward_trace, backward_trace)
+        for bsym in trace.bound_symbols
+        if bsym.sym.name.startswith("get_te_fp8_")
+        for proxy in bsym.flat_proxy_outs
+    }
+
+    def recipe_state(quantizer: Any) -> Any:
+        quantizers = producers[quantizer.name]
+        state = producers[quantizers.args[0].name]
+        return state._call_ctx[state.sym.name].state
+
+    per_linear: list[dict[str, dict[str, Any]]] = []
+    by_weight_quantizer: dict[str, dict[str, dict[str, Any]]] = {}
+    for bsym in forward_trace.bound_symbols:
+        if bsym.sym.name == "te_functional_linear_fwd":
+            _, _, _, q_input, q_weight = bsym.args
+            state = _roles(recipe_state(q_input), FORWARD_ROLES)
+            per_linear.append(state)
+            by_weight_quantizer[q_weight.name] = state
+    for bsym in backward_trace.bound_symbols:
+        if bsym.sym.name == "te_functional_linear_bwd":
+            q_weight, q_grad_output = bsym.args[4], bsym.args[5]
+            by_weight_quantizer[q_weight.name].update(_roles(recipe_state(q_grad_output), BACKWARD_ROLES))
+    return _by_name(linear_names, per_linear)
+
+
+def _by_name(linear_names: list[str], states: list[dict[str, dict[str, Any]]]) -> Snapshot:
+    if len(states) != len(linear_names):
+        raise AssertionError(
+            f"found FP8 state for {len(states)} TE linears, the model has {len(linear_names)} ({linear_names})"
+        )
+    return {name: state for name, state in zip(linear_names, states) if state}

@@ -1,0 +1,246 @@
+"""One side of a parity run, inside a rank: eager TE (torch DDP when distributed), or thunder + a TE executor.
+
+Each side runs in its own fresh process. TE keeps every delayed-scaling module in global amax buffers
+and each update rolls all of them, so an eager model and a thunder one in the same process would
+update each other's state; separate processes make the two sides independent (FACTS.md).
+
+``run_side(rank, world_size, spec)`` runs every case of ``spec`` for ``spec.steps`` optimizer steps,
+each of ``spec.micro_batches`` forward/backward passes (all but the last without the gradient
+all-reduce), and returns per step the output, the gradients (input and parameters, after the
+all-reduce), the FP8 state and the backward syncs that ran; for thunder also the trace summaries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import traceback
+from typing import Any, Literal
+
+from teparity import fp8state, recipes
+from teparity.syncspy import record_fp8_syncs
+from teparity.traces import TraceSummary, summarize
+from teparity.versions import (
+    ExecutorKind,
+    executor_module,
+    find_te_executors,
+    jit_ddp,
+    jit_options,
+    te_autocast,
+)
+
+Side = Literal["eager", "thunder"]
+FP8Group = Literal["world", "per-rank"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """A model and input shape. Feature sizes and the flattened leading size are multiples of 16."""
+
+    sizes: tuple[int, ...] = (32, 64, 16)
+    bias: bool = True
+    #: Input shape without the feature dimension: (16,) is a 2-D input, (2, 8) a 3-D one.
+    lead_shape: tuple[int, ...] = (16,)
+    dtype: str = "float32"
+    seed: int = 0
+    #: "gelu" between linears, or None (linears only: every tensor TE sees is then bitwise equal on
+    #: both sides, so the FP8 state can be compared exactly).
+    activation: str | None = "gelu"
+
+    def label(self) -> str:
+        bias = "bias" if self.bias else "nobias"
+        shape = "x".join(map(str, (*self.lead_shape, self.sizes[0])))
+        return f"{'-'.join(map(str, self.sizes))}/{bias}/{self.activation or 'linear-only'}/in{shape}/{self.dtype}"
+
+
+@dataclasses.dataclass(frozen=True)
+class SideSpec:
+    side: Side
+    executor: ExecutorKind
+    recipe_id: str
+    cases: tuple[Case, ...]
+    steps: int = 3
+    micro_batches: int = 1
+    ddp: bool = False
+    fp8_group: FP8Group = "world"
+    lr: float = 0.05
+
+
+@dataclasses.dataclass
+class StepRecord:
+    outputs: list[Any]
+    input_grads: list[Any]
+    param_grads: dict[str, Any]
+    fp8_state: fp8state.Snapshot
+    backward_syncs: int
+
+
+@dataclasses.dataclass
+class CaseRun:
+    case: Case
+    steps: list[StepRecord]
+    linear_names: list[str]
+    forward: TraceSummary | None = None
+    backward: TraceSummary | None = None
+    #: Legacy executor: whether the forward trace's program is wrapped in fp8_autocast with our recipe.
+    legacy_autocast: dict[str, bool] | None = None
+    sync_mode: str = ""
+    #: One process only: the traceback of a case that raised (the other cases still run and compare).
+    error: str | None = None
+
+
+def _dtype(name: str) -> Any:
+    import torch
+
+    return getattr(torch, name)
+
+
+def _input(case: Case, *, step: int, micro: int, rank: int, device: str) -> Any:
+    from teparity.models import seeded_input
+
+    x = seeded_input(
+        (*case.lead_shape, case.sizes[0]), test_seed=case.seed * 1000 + micro, step=step, rank=rank,
+        device=device, dtype=_dtype(case.dtype),
+    )
+    return x.requires_grad_(True)
+
+
+def _grad_output(case: Case, *, step: int, micro: int, rank: int, device: str) -> Any:
+    from teparity.models import seeded_input
+
+    return seeded_input(
+        (*case.lead_shape, case.sizes[-1]), test_seed=case.seed * 1000 + 500 + micro, step=step, rank=rank,
+        device=device, dtype=_dtype(case.dtype),
+    )
+
+
+def _fp8_group(spec: SideSpec, rank: int, world_size: int) -> Any:
+    """None (TE's default: the world) or this rank's own single-rank group (every rank creates all)."""
+    import torch.distributed as dist
+
+    if spec.fp8_group == "world":
+        return None
+    groups = [dist.new_group([r]) for r in range(world_size)]
+    return groups[rank]
+
+
+def _device(spec: SideSpec, rank: int) -> str:
+    import torch.distributed as dist
+
+    return f"cuda:{rank}" if dist.get_backend() == "nccl" else "cuda:0"
+
+
+def run_side(rank: int, world_size: int, spec: SideSpec) -> list[CaseRun]:
+    """Run every case of ``spec`` on this rank and return the evidence (see the module docstring)."""
+    import torch
+
+    torch.cuda.set_device(_device(spec, rank))
+    group = _fp8_group(spec, rank, world_size)
+    runs = []
+    for case in spec.cases:
+        try:
+            runs.append(_run_case(spec, case, rank, group))
+        except Exception as error:
+            if world_size > 1:  # a rank that goes on alone would meet its peers in the wrong collective
+                if hasattr(error, "add_note"):  # Python 3.11+: the traceback then names the case
+                    error.add_note(f"teparity: {spec.side} side, case {case.label()}")
+                raise
+            runs.append(CaseRun(case=case, steps=[], linear_names=[], error=traceback.format_exc()))
+    return runs
+
+
+def _run_case(spec: SideSpec, case: Case, rank: int, group: Any) -> CaseRun:
+    import torch
+
+    from teparity.models import linear_names, plain_mlp, te_twin
+
+    device = _device(spec, rank)
+    recipe = recipes.build(spec.recipe_id)
+    plain = plain_mlp(
+        case.sizes, seed=case.seed, device=device, dtype=_dtype(case.dtype), bias=case.bias, activation=case.activation
+    )
+    names = linear_names(plain)
+    info = find_te_executors()[spec.executor]
+    if spec.side == "eager":
+        model: Any = te_twin(plain)
+        if spec.ddp:
+            device_ids = [torch.cuda.current_device()] if torch.distributed.get_backend() == "nccl" else None
+            model = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
+        parameters = dict(getattr(model, "module", model).named_parameters())
+        autocast = lambda: te_autocast(recipe, group)  # noqa: E731
+        no_sync = model.no_sync if spec.ddp else contextlib.nullcontext
+    else:
+        options = jit_options(info, recipe)
+        model = jit_ddp(plain, options) if spec.ddp else _jit(plain, options)
+        parameters = {name: model.get_parameter(name) for name, _ in plain.named_parameters()}
+        # The legacy executor wraps its forward in fp8_autocast itself (with no group); the functional
+        # one reads the recipe (and group) from the caller's autocast.
+        autocast = (lambda: contextlib.nullcontext()) if spec.executor == "legacy" else (lambda: te_autocast(recipe, group))  # noqa: E731
+        no_sync = _thunder_no_sync if spec.ddp else contextlib.nullcontext
+
+    optimizer = torch.optim.SGD(list(parameters.values()), lr=spec.lr)
+    steps: list[StepRecord] = []
+    with record_fp8_syncs(None) as syncs:
+        for step in range(spec.steps):
+            before = syncs.backward_calls()
+            outputs, input_grads = [], []
+            for micro in range(spec.micro_batches):
+                last = micro == spec.micro_batches - 1
+                x = _input(case, step=step, micro=micro, rank=rank, device=device)
+                with contextlib.nullcontext() if last else no_sync():
+                    with autocast():
+                        y = model(x)
+                    y.backward(_grad_output(case, step=step, micro=micro, rank=rank, device=device))
+                outputs.append(y.detach().float().cpu())
+                input_grads.append(x.grad.detach().float().cpu())
+            torch.cuda.synchronize()
+            grads = {n: p.grad.detach().float().cpu().clone() for n, p in parameters.items() if p.grad is not None}
+            state = _snapshot(spec, model, names)
+            steps.append(StepRecord(outputs, input_grads, grads, state, syncs.backward_calls() - before))
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+    run = CaseRun(case=case, steps=steps, linear_names=names, sync_mode=syncs.mode)
+    if spec.side == "thunder":
+        import thunder
+
+        forward, backward = thunder.last_traces(model)[-1], thunder.last_backward_traces(model)[-1]
+        run.forward = summarize(forward, f"rank {rank} forward trace")
+        run.backward = summarize(backward, f"rank {rank} backward trace")
+        if spec.executor == "legacy":
+            run.legacy_autocast = _legacy_autocast_facts(forward, recipe)
+    return run
+
+
+def _jit(plain: Any, options: dict[str, Any]) -> Any:
+    import thunder
+
+    return thunder.jit(plain, **options)
+
+
+@contextlib.contextmanager
+def _thunder_no_sync() -> Any:
+    import thunder.distributed
+
+    with thunder.distributed.skip_data_parallel_grad_sync():
+        yield
+
+
+def _snapshot(spec: SideSpec, model: Any, names: list[str]) -> fp8state.Snapshot:
+    if spec.side == "eager":
+        return fp8state.eager_snapshot(model)
+    import thunder
+
+    forward = thunder.last_traces(model)[-1]
+    if spec.executor == "legacy":
+        return fp8state.legacy_snapshot(forward, names)
+    return fp8state.functional_snapshot(forward, thunder.last_backward_traces(model)[-1], names)
+
+
+def _legacy_autocast_facts(forward_trace: Any, recipe: Any) -> dict[str, bool]:
+    """Is the legacy forward program wrapped in fp8_autocast, and bound to the recipe we passed?"""
+    module = executor_module(find_te_executors()["legacy"])
+    wrapper = getattr(module, "TE_CTX_STR", "fp8_autocast(")
+    return {
+        "wrapped": wrapper in forward_trace.python(),
+        "recipe_is_ours": forward_trace.python_ctx().get("te_fp8_recipe") is recipe,
+    }

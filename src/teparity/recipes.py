@@ -1,0 +1,57 @@
+"""The FP8 recipes the tiers run, by id; built only where TE imports (in a rank or a GPU test).
+
+Ids are plain strings so that every pytest-xdist worker collects the same items (CONVENTIONS.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from teparity.versions import ExecutorKind, installed_version, parse_version
+
+#: id -> (recipe class, keyword arguments). Non-default DelayedScaling settings cover both formats,
+#: both amax algorithms, a short history (rolled within the run) and a margin.
+RECIPES: dict[str, tuple[str, dict[str, Any]]] = {
+    "delayed": ("DelayedScaling", {}),
+    "delayed-e4m3-len4-max": ("DelayedScaling", {"fp8_format": "E4M3", "amax_history_len": 4, "amax_compute_algo": "max"}),
+    "delayed-hybrid-len8-recent-margin1": (
+        "DelayedScaling",
+        {"fp8_format": "HYBRID", "amax_history_len": 8, "amax_compute_algo": "most_recent", "margin": 1},
+    ),
+    "current": ("Float8CurrentScaling", {}),
+}
+RECIPE_IDS = tuple(RECIPES)
+
+
+def build(recipe_id: str) -> Any:
+    from transformer_engine.common import recipe as te_recipe
+
+    class_name, kwargs = RECIPES[recipe_id]
+    if "fp8_format" in kwargs:
+        kwargs = {**kwargs, "fp8_format": getattr(te_recipe.Format, kwargs["fp8_format"])}
+    return getattr(te_recipe, class_name)(**kwargs)
+
+
+def is_delayed(recipe_id: str) -> bool:
+    """Delayed scaling keeps amax histories and scales; current scaling keeps no state to compare."""
+    return RECIPES[recipe_id][0] == "DelayedScaling"
+
+
+def unsupported_reason(recipe_id: str, executor: ExecutorKind) -> str | None:
+    """Why this executor / installed TE cannot run this recipe, or None."""
+    class_name = RECIPES[recipe_id][0]
+    te = parse_version(installed_version("transformer_engine") or "")
+    if class_name == "Float8CurrentScaling":
+        if te is not None and te < parse_version("2.2"):
+            return f"Float8CurrentScaling needs TransformerEngine 2.2+ (installed {te})"
+        if executor == "legacy":
+            return (
+                "the legacy TE executor accepts DelayedScaling and MXFP8BlockScaling only "
+                "(its _linear_checker asserts so)"
+            )
+        return (
+            "the functional TE executor declines Float8CurrentScaling (its _linear_checker takes "
+            "DelayedScaling, MXFP8BlockScaling, NVFP4BlockScaling, warns and leaves the linear to torch; "
+            "read in thunder 0.2.6 and the 0.2.7 dev sources)"
+        )
+    return None

@@ -1,0 +1,108 @@
+"""DDP tier: thunder ddp + a TE executor against torch DDP + eager TE on several ranks, rank-dependent
+inputs, several SGD steps: per rank and step outputs, all-reduced gradients and FP8 state; FP8 state
+equal across ranks; gradient accumulation; the backward sync count; an fp8 group that is not the world.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from packaging.version import Version
+
+from teparity.compare import Comparison, compare_across_ranks
+from teparity.parity import Case, SideSpec, run_side
+from teparity.paritychecks import assert_parity, assert_te_claimed, compare_sides, context, sync_counts
+from teparity.versions import installed_version
+
+pytestmark = [pytest.mark.fp8, pytest.mark.multirank]
+EXECUTORS = ["legacy", "functional"]
+#: bf16 parameters, as TE's own distributed tests use (fp16/bf16); dtype coverage is the numerics tier's.
+CASES = (
+    Case(activation=None, dtype="bfloat16"),
+    Case(sizes=(48, 64, 32, 16), bias=False, lead_shape=(2, 8), activation=None, dtype="bfloat16", seed=1),
+)
+THUNDER = Version(installed_version("lightning-thunder") or "0")
+
+
+def _run(spec: SideSpec, env: Any, rank_runner: Any, world_size: int) -> tuple[list[Any], list[Any]]:
+    if reason := env.executor_reason(spec.executor):
+        pytest.skip(reason)
+    eager = rank_runner(run_side, spec, world_size=world_size)
+    thunder = rank_runner(run_side, dataclasses.replace(spec, side="thunder"), world_size=world_size)
+    return eager, thunder
+
+
+def _assert_one_sync_per_backward(spec: SideSpec, thunder: list[Any], ctx: str) -> None:
+    """Legacy: te_sync_fp8_meta_bwd's reduce_and_update_fp8_tensors(forward=False) and nothing else."""
+    __tracebackhide__ = True
+    if spec.executor != "legacy":
+        return
+    counts = sync_counts(thunder)
+    expected = [spec.micro_batches] * spec.steps
+    wrong = {rank: c for rank, by_case in counts.items() for c in by_case.values() if c != expected}
+    assert not wrong, f"backward syncs per step should be {expected} on every rank and case, got {counts}; {ctx}"
+
+
+@pytest.mark.parametrize("recipe_id", ["delayed", "delayed-e4m3-len4-max"])
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check("ddp[{recipe_id}]")
+def test_ddp_matches_torch_ddp(executor: str, recipe_id: str, teparity_env: Any, rank_runner: Any, world_size: int, backend: str, evidence: Any) -> None:
+    spec = SideSpec("eager", executor, recipe_id, CASES, steps=3, ddp=True)
+    eager, thunder = _run(spec, teparity_env, rank_runner, world_size)
+    ctx = context(teparity_env, spec, world_size, backend)
+    result = assert_parity(eager, thunder, spec, ctx)
+    _assert_one_sync_per_backward(spec, thunder, ctx)
+    evidence(f"{world_size} ranks ({backend}), {len(CASES)} cases x {spec.steps} steps: {result.summary()}")
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check("ddp-grad-accumulation")
+def test_gradient_accumulation_matches_no_sync(executor: str, teparity_env: Any, rank_runner: Any, world_size: int, backend: str, evidence: Any) -> None:
+    """Two micro-batches per step: thunder's skip_data_parallel_grad_sync against torch DDP's no_sync."""
+    spec = SideSpec("eager", executor, "delayed", CASES[:1], steps=2, micro_batches=2, ddp=True)
+    eager, thunder = _run(spec, teparity_env, rank_runner, world_size)
+    ctx = context(teparity_env, spec, world_size, backend)
+    result = assert_parity(eager, thunder, spec, ctx)
+    _assert_one_sync_per_backward(spec, thunder, ctx)
+    evidence(f"{world_size} ranks ({backend}), 2 steps x 2 micro-batches: {result.summary()}")
+
+
+_FUNCTIONAL_DEFAULT_GROUP = pytest.mark.xfail(
+    THUNDER >= Version("0.2.5"),
+    strict=True,
+    reason="thunder's functional TE executor all-reduces amax_history over the default process group "
+    "(transformer_engineex_impl._te_fp8_amax_and_scale_update_impl: _get_default_group()), ignoring "
+    "fp8_autocast(fp8_group=...) (since thunder PR #2404, 0.2.5); remove this mark when upstream fixes it",
+)
+
+
+_LEGACY_NO_GROUP = pytest.mark.xfail(
+    strict=True,
+    reason="thunder's legacy TE executor wraps its forward in fp8_autocast(fp8_recipe=...) with no fp8_group, "
+    "so TE reduces amaxes over the world (transformer_engine_v1ex TE_CTX_STR; seen on an H200, "
+    "docs/results/); remove this mark when upstream passes the group",
+)
+
+
+@pytest.mark.parametrize(
+    "executor",
+    [pytest.param("legacy", marks=_LEGACY_NO_GROUP), pytest.param("functional", marks=_FUNCTIONAL_DEFAULT_GROUP)],
+)
+@pytest.mark.check("ddp-fp8-group-per-rank")
+def test_amax_reduction_stays_in_the_fp8_group(executor: str, teparity_env: Any, rank_runner: Any, world_size: int, backend: str, evidence: Any) -> None:
+    """Each rank in its own fp8 group: eager TE reduces within it, so thunder must not reduce across ranks."""
+    if world_size < 2:
+        pytest.skip("needs 2+ ranks (--teparity-world-size)")
+    spec = SideSpec("eager", executor, "delayed", CASES[:1], steps=3, ddp=True, fp8_group="per-rank")
+    eager, thunder = _run(spec, teparity_env, rank_runner, world_size)
+    ctx = context(teparity_env, spec, world_size, backend)
+    # The check can only see a wrong group if the eager ranks' states really differ.
+    spread = Comparison()
+    compare_across_ranks(eager, result=spread)
+    assert spread.differences, f"eager FP8 state is equal on all ranks despite per-rank groups: inputs not rank-dependent? {ctx}"
+    assert_te_claimed(thunder, spec, ctx)
+    result = compare_sides(eager, thunder, spec)
+    assert not result.differences, result.message(f"fp8 group per rank: thunder vs eager TE; {ctx}")
+    evidence(f"{world_size} ranks ({backend}), per-rank fp8 groups: {result.summary()}")
