@@ -37,7 +37,8 @@ class Comparison:
         shown = self.differences[:MAX_LISTED]
         more = len(self.differences) - len(shown)
         tail = f"\n  ... and {more} more" if more > 0 else ""
-        return f"{header}: {len(self.differences)} difference(s)\n  " + "\n  ".join(shown) + tail
+        listed = f"{header}: {len(self.differences)} difference(s)\n  " + "\n  ".join(shown) + tail
+        return f"{listed}\n  {self.summary()}"
 
 
 def _close(result: Comparison, where: str, quantity: str, expected: torch.Tensor, actual: torch.Tensor, tol: Tolerance) -> None:
@@ -59,13 +60,13 @@ def compare_numerics(eager: CaseRun, thunder: CaseRun, tol: Tolerance, *, rank: 
     for step, (e, t) in enumerate(zip(eager.steps, thunder.steps, strict=True)):
         prefix = f"rank {rank} case {eager.case.label()} step {step}"
         for micro, (ey, ty) in enumerate(zip(e.outputs, t.outputs, strict=True)):
-            _close(result, f"{prefix} micro {micro} output", "output", ey, ty, tol)
+            _close(result, f"{prefix} micro {micro} output", f"output@step{step}", ey, ty, tol)
         for micro, (eg, tg) in enumerate(zip(e.input_grads, t.input_grads, strict=True)):
-            _close(result, f"{prefix} micro {micro} input grad", "grad", eg, tg, tol)
+            _close(result, f"{prefix} micro {micro} input grad", f"grad@step{step}", eg, tg, tol)
         if sorted(e.param_grads) != sorted(t.param_grads):
             result.differences.append(f"{prefix}: gradients for {sorted(e.param_grads)} vs thunder {sorted(t.param_grads)}")
         for name in sorted(set(e.param_grads) & set(t.param_grads)):
-            _close(result, f"{prefix} grad of {name}", "grad", e.param_grads[name], t.param_grads[name], tol)
+            _close(result, f"{prefix} grad of {name}", f"grad@step{step}", e.param_grads[name], t.param_grads[name], tol)
 
 
 def compare_state(
@@ -121,5 +122,6 @@ def compare_across_ranks(runs_by_rank: list[list[CaseRun]], *, result: Compariso
                 compare_state(s0.fp8_state, s.fp8_state, exact, exact, where=f"rank {rank} vs rank 0 case {run.case.label()} step {step}", result=result)
 
 
-def state_is_empty(runs: list[CaseRun]) -> bool:
-    return all(not step.fp8_state for run in runs for step in run.steps)
+def state_is_empty(runs_by_rank: list[list[CaseRun]]) -> bool:
+    """True when no case kept FP8 scaling state (a recipe without it, such as current scaling)."""
+    return all(not step.fp8_state for runs in runs_by_rank for run in runs for step in run.steps)

@@ -29,8 +29,19 @@ pytestmark = [
 ]
 
 
+#: Entries that need TE on an FP8 GPU; test_gpu_kills.py holds their kill expectations.
+GPU_ONLY = {
+    "checker-declines",
+    "first-module-token-kept",
+    "functional-amax-update-dropped",
+    "functional-no-cross-rank-reduction",
+    "functional-scale-perturbed",
+    "legacy-scale-perturbed",
+}
+
+
 def test_every_catalog_entry_has_a_kill_expectation() -> None:
-    assert sorted(KILLS) == sorted(CATALOG)
+    assert sorted(set(KILLS) | GPU_ONLY) == sorted(CATALOG)
 
 
 @pytest.mark.parametrize("mutation", sorted(KILLS))

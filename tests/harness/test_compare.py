@@ -1,0 +1,141 @@
+"""The numerics, FP8-state and structural judgments, on synthetic evidence: each fails under the
+perturbation it exists to catch (CPU; the GPU tiers feed them real evidence)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from teparity import tolerances
+from teparity.compare import Comparison, compare_across_ranks, compare_numerics, compare_state, state_is_empty
+from teparity.parity import Case, CaseRun, SideSpec, StepRecord
+from teparity.paritychecks import assert_parity, case_errors
+from teparity.traces import SymbolRow, TraceSummary, check_functional_updates, check_te_claims
+
+F32_EPS = torch.finfo(torch.float32).eps
+
+
+def _state(scale: float = 448.0, history: tuple[float, ...] = (0.0, 1.5, 2.0)) -> dict:
+    role = {"amax_history": torch.tensor(history), "scale": torch.tensor(scale)}
+    return {"0": {"input": copy.deepcopy(role), "weight": copy.deepcopy(role), "grad_output": copy.deepcopy(role)}}
+
+
+def _trace(names: list[str], label: str) -> TraceSummary:
+    rows = [SymbolRow(i, n, "return" if n == "python_return" else "backward_sync" if n == "te_sync_fp8_meta_bwd" else "other", n) for i, n in enumerate(names)]
+    return TraceSummary(label, tuple(rows))
+
+
+LEGACY_FWD = ["unpack_trivial", "te_linear_0", "python_return"]
+LEGACY_BWD = ["unpack_trivial", "te_functional_linear_backward", "te_sync_fp8_meta_bwd", "python_return"]
+
+
+def _run(*, output: float = 1.0, grad: float = 0.5, state: dict | None = None, case: Case | None = None,
+         forward: list[str] = LEGACY_FWD, backward: list[str] = LEGACY_BWD) -> CaseRun:
+    step = StepRecord(
+        outputs=[torch.full((4, 4), output)], input_grads=[torch.full((4, 4), grad)],
+        param_grads={"0.weight": torch.full((4, 4), grad)}, fp8_state=state if state is not None else _state(),
+        backward_syncs=1,
+    )
+    run = CaseRun(case=case or Case(activation=None), steps=[step, copy.deepcopy(step)], linear_names=["0"],
+                  forward=_trace(forward, "forward"), backward=_trace(backward, "backward"),
+                  legacy_autocast={"wrapped": True, "recipe_is_ours": True})
+    return run
+
+
+SPEC = SideSpec("eager", "legacy", "delayed", (Case(activation=None),), steps=2)
+
+
+def test_identical_evidence_passes_every_check() -> None:
+    result = assert_parity([[_run()]], [[_run()]], SPEC, "ctx")
+    assert result.differences == []
+    assert "max|d| grad@step0 0" in result.summary()
+
+
+def test_a_difference_beyond_te_tolerance_is_reported_with_where_and_rule() -> None:
+    result = Comparison()
+    compare_numerics(_run(), _run(grad=0.5 + 0.2), tolerances.for_recipe("delayed"), rank=1, result=result)
+    assert result.differences
+    assert "rank 1 case 32-64-16/bias/linear-only/in16x32/float32 step 0 micro 0 input grad" in result.differences[0]
+    assert "rtol 0.125 atol 0.0625" in result.differences[0]
+
+
+def test_an_all_zero_reference_is_not_a_pass() -> None:
+    result = Comparison()
+    compare_numerics(_run(output=0.0), _run(output=0.0), tolerances.for_recipe("delayed"), rank=0, result=result)
+    assert any("all zeros" in d for d in result.differences)
+
+
+@pytest.mark.parametrize("ulps", [1, 3])
+def test_bitwise_state_rule_catches_one_ulp_and_the_functional_rule_allows_a_few(ulps: int) -> None:
+    nudged = _state(scale=448.0 * (1 + ulps * F32_EPS))
+    exact, legacy_scale = tolerances.state_rules("legacy", None)
+    _, functional_scale = tolerances.state_rules("functional", None)
+    strict, loose = Comparison(), Comparison()
+    compare_state(_state(), nudged, exact, legacy_scale, where="w", result=strict)
+    compare_state(_state(), nudged, exact, functional_scale, where="w", result=loose)
+    assert len(strict.differences) == 3 and "differs (rule: bitwise" in strict.differences[0]
+    assert loose.differences == []
+
+
+def test_a_perturbed_scale_fails_even_the_loosest_state_rule() -> None:
+    amax_rule, scale_rule = tolerances.state_rules("functional", "gelu")
+    result = Comparison()
+    compare_state(_state(), _state(scale=448.0 * (1 + 2**-10)), amax_rule, scale_rule, where="w", result=result)
+    assert len(result.differences) == 3
+
+
+def test_a_dropped_amax_update_shows_the_first_mismatching_row() -> None:
+    exact, scale = tolerances.state_rules("legacy", None)
+    result = Comparison()
+    compare_state(_state(history=(0.0, 1.5, 2.0)), _state(history=(0.0, 0.0, 1.5)), exact, scale, where="w", result=result)
+    assert "2 of 3 entries, first at (1,): 0.0 vs 1.5" in result.differences[0]
+
+
+def test_a_state_that_covers_other_roles_is_reported() -> None:
+    exact, scale = tolerances.state_rules("legacy", None)
+    partial = _state()
+    del partial["0"]["grad_output"]
+    result = Comparison()
+    compare_state(_state(), partial, exact, scale, where="w", result=result)
+    assert "FP8 state covers" in result.differences[0]
+
+
+def test_ranks_whose_state_differs_are_reported() -> None:
+    result = Comparison()
+    compare_across_ranks([[_run()], [_run(state=_state(scale=400.0))]], result=result)
+    assert result.differences and result.differences[0].startswith("rank 1 vs rank 0")
+
+
+def test_a_silent_fallback_fails_before_numbers_are_compared() -> None:
+    fallback = _run(forward=["unpack_trivial", "linear", "python_return"], backward=["matmul", "te_sync_fp8_meta_bwd", "python_return"])
+    with pytest.raises(AssertionError, match="silent fallback") as failed:
+        assert_parity([[_run()]], [[fallback]], SPEC, "ctx")
+    assert "holds 0 of 1 linears" in str(failed.value)
+
+
+def test_functional_update_invariants() -> None:
+    good = _trace(["te_functional_linear_fwd", "te_fp8_amax_and_scale_update", "get_te_fp8_recipe_1", "python_return"], "fwd")
+    assert check_functional_updates(good, 1, max_recipes=1) == []
+    missing = _trace(["te_functional_linear_fwd", "python_return"], "fwd")
+    late = _trace(["te_functional_linear_fwd", "python_return", "te_fp8_amax_and_scale_update"], "fwd")
+    recipes = _trace(["get_te_fp8_recipe_1", "get_te_fp8_recipe_2", "te_fp8_amax_and_scale_update", "python_return"], "fwd")
+    assert [v.invariant for v in check_functional_updates(missing, 1, max_recipes=1)] == ["one-amax-update-per-linear"]
+    assert [v.invariant for v in check_functional_updates(late, 1, max_recipes=1)] == ["amax-updates-before-return"]
+    assert [v.invariant for v in check_functional_updates(recipes, 1, max_recipes=1)] == ["one-recipe-per-trace"]
+    assert check_te_claims(good, _trace(["te_functional_linear_bwd", "python_return"], "bwd"), "functional", 1) == []
+
+
+def test_a_case_that_raised_is_listed_and_fails_the_run() -> None:
+    broken = CaseRun(case=Case(), steps=[], linear_names=[], error="Traceback ...\nRuntimeError: cuBLAS says no")
+    assert case_errors([[_run()]], [[broken]]) == [
+        "rank 0 thunder side, case 32-64-16/bias/gelu/in16x32/float32 raised:\n      Traceback ...\n      RuntimeError: cuBLAS says no"
+    ]
+    with pytest.raises(AssertionError, match="cuBLAS says no"):
+        assert_parity([[_run()]], [[broken]], SPEC, "ctx")
+
+
+def test_state_is_empty_reads_every_rank() -> None:
+    assert state_is_empty([[_run(state={})], [_run(state={})]])
+    assert not state_is_empty([[_run(state={})], [_run()]])
