@@ -37,8 +37,9 @@ class Comparison:
         shown = self.differences[:MAX_LISTED]
         more = len(self.differences) - len(shown)
         tail = f"\n  ... and {more} more" if more > 0 else ""
-        listed = f"{header}: {len(self.differences)} difference(s)\n  " + "\n  ".join(shown) + tail
-        return f"{listed}\n  {self.summary()}"
+        first = self.differences[0] if self.differences else "none"
+        listed = "\n  ".join(shown) + tail
+        return f"{len(self.differences)} difference(s), first: {first}\n  {header}\n  {listed}\n  {self.summary()}"
 
 
 def _close(result: Comparison, where: str, quantity: str, expected: torch.Tensor, actual: torch.Tensor, tol: Tolerance) -> None:

@@ -114,3 +114,43 @@ class ParityReport:
             for test in result["tests"]:
                 report.record(result["check"], result["executor"], TestOutcome(**test))
         return report
+
+
+# -- the cross-environment compatibility matrix --------------------------------------------------------
+
+MATRIX_CELL_CHARS = 90
+
+
+def _markdown(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _cell(cell: Cell) -> str:
+    outcome = cell.outcome
+    if outcome == "pass":
+        return "pass"
+    first = next(t for t in cell.tests if t.outcome == outcome)
+    detail = _markdown(first.evidence)
+    if len(detail) > MATRIX_CELL_CHARS:
+        detail = detail[: MATRIX_CELL_CHARS - 3] + "..."
+    return f"{outcome} ({detail})"
+
+
+def compatibility_matrix(reports: list[tuple[str, ParityReport]]) -> str:
+    """Markdown: rows (thunder, TE, executor), columns the checks, cells pass / FAIL (what) / skip (why)."""
+    checks = sorted({check for _, report in reports for check in report.checks()})
+    header = ["thunder", "torch", "TE", "executor", "source", *checks]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for source, report in reports:
+        versions = report.environment.get("versions", {})
+        for executor in report.executors():
+            row = [
+                versions.get("thunder") or "-",
+                versions.get("torch") or "-",
+                versions.get("transformer_engine") or "-",
+                executor,
+                source,
+            ]
+            row += [_cell(c) if (c := report.cells.get((check, executor))) else "" for check in checks]
+            lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)

@@ -194,8 +194,12 @@ def assert_no_violations(violations: Sequence[Violation], context: str) -> None:
     """Fail with every violation and its evidence in one message."""
     __tracebackhide__ = True
     if violations:
+        first = violations[0]
         body = "\n\n".join(v.render() for v in violations)
-        raise AssertionError(f"{len(violations)} trace invariant violation(s); {context}\n\n{body}")
+        raise AssertionError(
+            f"{len(violations)} trace invariant violation(s), first: [{first.invariant}] {first.message}\n"
+            f"{context}\n\n{body}"
+        )
 
 
 # -- invariants that need TE: who ran the linears, the functional executor's updates ----------------

@@ -84,3 +84,40 @@ def test_an_expected_failure_is_shown_as_xfail_with_its_reason(pytester: pytest.
     result.stdout.fnmatch_lines(["known-upstream-bug*xfail (upstream issue 123)*"])
     data = json.loads((pytester.path / "r.json").read_text())
     assert data["results"][0]["outcome"] == "xfail"
+
+
+def _report(thunder: str, te: str | None, cells: list[tuple[str, str, TestOutcome]]) -> ParityReport:
+    report = ParityReport(environment={"versions": {"thunder": thunder, "torch": "2.11.0", "transformer_engine": te}})
+    for check, executor, outcome in cells:
+        report.record(check, executor, outcome)
+    return report
+
+
+def test_the_compatibility_matrix_has_a_row_per_environment_and_executor(tmp_path) -> None:
+    from teparity.__main__ import main
+
+    cpu = _report("0.2.6", None, [("sync", "legacy", TestOutcome("t", "pass", ""))])
+    gpu = _report("0.2.6", "2.9.0", [
+        ("sync", "legacy", TestOutcome("t", "pass", "")),
+        ("numerics", "functional", TestOutcome("n", "FAIL", "3 difference(s), first: scale | off")),
+        ("numerics", "legacy", TestOutcome("m", "skip", "no TE")),
+    ])
+    paths = []
+    for name, report in (("cpu", cpu), ("gpu", gpu)):
+        (tmp_path / name).mkdir()
+        report.write(tmp_path / name / "report.json")
+        paths.append(str(tmp_path / name / "report.json"))
+    assert main(["matrix", *paths, "-o", str(tmp_path / "m.md")]) == 0
+    lines = (tmp_path / "m.md").read_text().splitlines()
+    assert lines[0] == "| thunder | torch | TE | executor | source | numerics | sync |"
+    assert "| 0.2.6 | 2.11.0 | - | legacy | cpu |  | pass |" in lines
+    assert "| 0.2.6 | 2.11.0 | 2.9.0 | functional | gpu | FAIL (3 difference(s), first: scale \\| off) |  |" in lines
+    assert "| 0.2.6 | 2.11.0 | 2.9.0 | legacy | gpu | skip (no TE) | pass |" in lines
+
+
+def test_doctor_says_what_runs_here() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "teparity", "doctor"], capture_output=True, text=True, check=True).stdout
+    assert "trace tier (tests/trace): " in out and "multi-rank backend for 2 ranks: " in out
