@@ -1,5 +1,6 @@
-"""``python -m teparity``: ``doctor`` (what this machine can run, and why not) and ``matrix`` (parity
-reports merged into a markdown compatibility table)."""
+"""``python -m teparity``: ``doctor`` (what this machine can run, and why not), ``matrix`` (parity
+reports merged into a markdown compatibility table) and ``kill-matrix`` (the gate clean and under each
+applicable mutation from teparity.mutations)."""
 
 from __future__ import annotations
 
@@ -49,10 +50,30 @@ def main(argv: list[str] | None = None) -> int:
     merge = commands.add_parser("matrix", help="merge parity reports into a markdown compatibility table")
     merge.add_argument("reports", nargs="+", type=Path, metavar="REPORT.json")
     merge.add_argument("-o", "--output", type=Path, help="write the table here instead of stdout")
+    kills = commands.add_parser("kill-matrix", help="run the gate clean and under every applicable mutation")
+    kills.add_argument("paths", nargs="*", default=["tests/trace", "tests/numerics", "tests/ddp"])
+    kills.add_argument("--workdir", type=Path, help="reports and pytest temp dirs (default: a new temp dir)")
+    kills.add_argument("--pytest-args", default="", help='extra pytest arguments, e.g. "-n 2"')
     args = parser.parse_args(argv)
     if args.command == "doctor":
         return doctor()
+    if args.command == "kill-matrix":
+        return kill_matrix_command(args.paths, args.workdir, args.pytest_args)
     return matrix(args.reports, args.output)
+
+
+def kill_matrix_command(paths: list[str], workdir: Path | None, pytest_args: str) -> int:
+    import shlex
+    import tempfile
+
+    from teparity.killmatrix import kill_matrix
+
+    workdir = workdir or Path(tempfile.mkdtemp(prefix="teparity-kills-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    table, ok = kill_matrix(paths, workdir, shlex.split(pytest_args))
+    print(table)
+    print(f"reports: {workdir}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -10,20 +10,39 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
-from teparity.versions import BACKWARD_SYNC_SYMBOL, SYNC_INSERTION_HELPER, executor_module, find_te_executors
+from teparity.versions import (
+    BACKWARD_SYNC_SYMBOL,
+    SYNC_INSERTION_HELPER,
+    Environment,
+    executor_module,
+    find_te_executors,
+)
 
 ENV_VAR = "TEPARITY_INJECT"
+
+
+Requirement = Literal["legacy-sync", "legacy-te", "functional-te", "te"]
 
 
 @dataclasses.dataclass(frozen=True)
 class Mutation:
     name: str
     description: str
-    #: Which thunder builds it applies to, in words (the apply function checks for real).
-    applies_to: str
+    #: What the installed stack must have for the mutation to apply (the apply function checks too).
+    requires: Requirement
     apply: Callable[[], None]
+
+    def unavailable_reason(self, env: Environment) -> str | None:
+        """Why this mutation does not apply here, or None."""
+        if self.requires == "legacy-sync":
+            return env.backward_sync_reason()
+        if self.requires == "legacy-te":
+            return env.backward_sync_reason() or env.fp8_reason()
+        if self.requires == "functional-te":
+            return env.executor_reason("functional") or env.fp8_reason()
+        return env.fp8_reason()
 
 
 def _legacy_module() -> Any:
@@ -57,9 +76,6 @@ def _duplicated(bound_symbols: list[Any], sync: Any) -> None:
     bound_symbols.insert(len(bound_symbols) - 1, sync)
 
 
-_SYNC_BUILDS = "thunder with the legacy TE executor's backward sync (0.2.0.dev20240519 .. 0.2.6)"
-_FUNCTIONAL_BUILDS = "thunder with the functional TE executor (0.2.3 on), TE installed"
-_LEGACY_TE_BUILDS = "thunder with the legacy TE executor (.. 0.2.6), TE installed"
 PERTURBATION = 1 + 2**-10
 
 
@@ -158,55 +174,55 @@ CATALOG: dict[str, Mutation] = {
             "sync-after-return",
             "the backward FP8 sync appended after the backward trace's return, so it never runs "
             "(the bug fixed by thunder PR #591, 2024-06-14)",
-            _SYNC_BUILDS,
+            "legacy-sync",
             lambda: _patch_sync_insertion(_after_return),
         ),
         Mutation(
             "sync-missing",
             "the backward FP8 sync never inserted: backward amax/scale updates silently stop",
-            _SYNC_BUILDS,
+            "legacy-sync",
             lambda: _patch_sync_insertion(_missing),
         ),
         Mutation(
             "sync-duplicated",
             "the backward FP8 sync inserted twice: amax histories roll twice per step",
-            _SYNC_BUILDS,
+            "legacy-sync",
             lambda: _patch_sync_insertion(_duplicated),
         ),
         Mutation(
             "legacy-scale-perturbed",
             f"the legacy executor's forward scales off by a factor {PERTURBATION} after every step",
-            _LEGACY_TE_BUILDS,
+            "legacy-te",
             _perturb_legacy_scale,
         ),
         Mutation(
             "functional-scale-perturbed",
             f"the functional executor's scale update off by a factor {PERTURBATION}",
-            _FUNCTIONAL_BUILDS,
+            "functional-te",
             lambda: _patch_functional_update(_perturb_scale),
         ),
         Mutation(
             "functional-amax-update-dropped",
             "the functional executor's per-linear amax/scale update does nothing",
-            _FUNCTIONAL_BUILDS,
+            "functional-te",
             lambda: _patch_functional_update(None),
         ),
         Mutation(
             "functional-no-cross-rank-reduction",
             "the functional amax update without its cross-rank all-reduce (before thunder PR #2404)",
-            _FUNCTIONAL_BUILDS,
+            "functional-te",
             _no_cross_rank_reduction,
         ),
         Mutation(
             "first-module-token-kept",
             "the legacy executor stops consuming TE's first-module token, so TE syncs in backward too",
-            _LEGACY_TE_BUILDS,
+            "legacy-te",
             _first_module_token_kept,
         ),
         Mutation(
             "checker-declines",
             "every TE executor's checker declines every linear: a silent fallback to torch",
-            "any thunder with a TE executor",
+            "te",
             _decline_every_linear,
         ),
     )

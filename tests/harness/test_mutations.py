@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from teparity.envprobe import environment
+from teparity.killmatrix import run_gate
 from teparity.mutations import CATALOG
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,21 +45,33 @@ def test_every_catalog_entry_has_a_kill_expectation() -> None:
 
 
 @pytest.mark.parametrize("mutation", sorted(KILLS))
-def test_the_trace_tier_kills(mutation: str, tmp_path: Path) -> None:
-    report_path = tmp_path / "report.json"
-    completed = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests/trace", "-p", "no:xdist", "-p", "no:cacheprovider", "-q",
-         f"--teparity-inject={mutation}", f"--teparity-report={report_path}", f"--basetemp={tmp_path / 'base'}"],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
-    )
-    output = completed.stdout + completed.stderr
-    assert completed.returncode == 1, f"exit {completed.returncode}; the mutant survived?\n{output[-3000:]}"
+def test_the_trace_tier_kills(mutation: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    run = run_gate(["tests/trace"], tmp_path, mutation, ["-p", "no:xdist"])
+    assert run.returncode == 1, f"exit {run.returncode}; the mutant survived?\n{run.output[-3000:]}"
     must_fail, message = KILLS[mutation]
-    assert message in output, output[-3000:]
-    report = json.loads(report_path.read_text())
+    assert message in run.output, run.output[-3000:]
+    report = run.report
     outcomes = {r["check"]: r["outcome"] for r in report["results"] if r["executor"] == "legacy"}
     survived = [check for check in must_fail if outcomes.get(check) != "FAIL"]
     assert not survived, f"{mutation} survived {survived}; outcomes {outcomes}"
     assert report["environment"]["injected"] == [mutation]
     forward_checks = [c for c in outcomes if c.startswith("fwd-has-no-sync")]
     assert all(outcomes[c] == "pass" for c in forward_checks), outcomes
+
+
+def test_the_kill_matrix_command_runs_clean_and_every_applicable_mutant(tmp_path: Path) -> None:
+    """The CLI end to end on the trace tier's 1-process checks (the DDP ones are covered above)."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "teparity", "kill-matrix", "tests/trace", "--workdir", str(tmp_path),
+         "--pytest-args", "-p no:xdist -k 'not ddp'"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    lines = completed.stdout.splitlines()
+    assert lines[1].startswith("(clean run)") and " pass " in lines[1]
+    rows = {line.split()[0]: line for line in lines[2:] if line and not line.startswith("reports:")}
+    for name in KILLS:
+        assert " killed " in rows[name] and "bwd-sync-placement[1proc]/legacy" in rows[name], rows[name]
+    for name in GPU_ONLY:
+        assert " n/a " in rows[name] or " killed " in rows[name], rows[name]

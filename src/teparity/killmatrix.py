@@ -1,0 +1,71 @@
+"""The kill matrix: run the gate clean, then once per applicable mutation, and say which checks killed
+each mutant. It fails when the clean run fails or an applicable mutant survives.
+
+Each run is a pytest subprocess with ``--teparity-inject NAME`` (so every process of the run, ranks
+included, carries the mutation) and its own parity report, read back to name the failing checks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from teparity.mutations import CATALOG
+
+
+@dataclasses.dataclass
+class GateRun:
+    mutation: str | None
+    returncode: int
+    output: str
+    report: dict[str, Any]
+
+    def failed_checks(self) -> list[str]:
+        return [f"{r['check']}/{r['executor']}" for r in self.report.get("results", []) if r["outcome"] == "FAIL"]
+
+    def failed_tests(self) -> set[str]:
+        return {t["nodeid"] for r in self.report.get("results", []) for t in r["tests"] if t["outcome"] == "FAIL"}
+
+
+def run_gate(paths: list[str], workdir: Path, mutation: str | None = None, pytest_args: list[str] = ()) -> GateRun:
+    """One pytest run of ``paths`` (with ``mutation`` injected), its parity report read back."""
+    name = mutation or "clean"
+    report_path = workdir / f"{name}.json"
+    command = [
+        sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider",
+        f"--basetemp={workdir / name}", f"--teparity-report={report_path}",
+        *([f"--teparity-inject={mutation}"] if mutation else []), *pytest_args,
+    ]
+    completed = subprocess.run(command, capture_output=True, text=True)
+    report = json.loads(report_path.read_text()) if report_path.exists() else {}
+    return GateRun(mutation, completed.returncode, completed.stdout + completed.stderr, report)
+
+
+def kill_matrix(paths: list[str], workdir: Path, pytest_args: list[str] = ()) -> tuple[str, bool]:
+    """Run the matrix; return its table and whether it passed."""
+    from teparity.envprobe import environment
+
+    env = environment()
+    clean = run_gate(paths, workdir, None, pytest_args)
+    rows = [("(clean run)", "pass" if clean.returncode == 0 else f"FAIL (exit {clean.returncode})", ", ".join(clean.failed_checks()))]
+    ok = clean.returncode == 0
+    for name, mutation in sorted(CATALOG.items()):
+        if reason := mutation.unavailable_reason(env):
+            rows.append((name, "n/a", reason))
+            continue
+        run = run_gate(paths, workdir, name, pytest_args)
+        killers = run.failed_checks()
+        if run.returncode == 1 and killers:
+            rows.append((name, "killed", ", ".join(killers)))
+        else:
+            ok = False
+            verdict = "SURVIVED" if run.returncode == 0 else f"ERROR (exit {run.returncode})"
+            rows.append((name, verdict, run.output.strip().splitlines()[-1] if run.output.strip() else ""))
+    widths = [max(len(row[i]) for row in rows) for i in range(2)]
+    lines = [f"{'mutation'.ljust(widths[0])}  {'verdict'.ljust(widths[1])}  killed by / why"]
+    lines += [f"{m.ljust(widths[0])}  {v.ljust(widths[1])}  {w}" for m, v, w in rows]
+    return "\n".join(lines), ok
