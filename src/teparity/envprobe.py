@@ -72,12 +72,15 @@ def probe() -> Environment:
 
 
 def _cache_path() -> Path:
+    """One cache file per interpreter, import path, visible GPUs, installed versions and probe code."""
+    probe_code = [Path(__file__).read_bytes(), Path(sys.modules[Versions.__module__].__file__).read_bytes()]
     key = json.dumps(
         [
             sys.executable,
             sys.path,
             os.environ.get("CUDA_VISIBLE_DEVICES"),
             vars(Versions.installed()),
+            hashlib.sha256(b"".join(probe_code)).hexdigest(),
         ]
     )
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]

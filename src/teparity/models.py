@@ -62,4 +62,4 @@ def te_twin(plain: torch.nn.Sequential) -> torch.nn.Sequential:
 
 def linear_names(model: torch.nn.Sequential) -> list[str]:
     """Names of the linear layers in forward order ("0", "2", ...): the keys of FP8-state snapshots."""
-    return [name for name, layer in model.named_children() if isinstance(layer, torch.nn.Linear) or hasattr(layer, "fp8_meta")]
+    return [name for name, layer in model.named_children() if isinstance(layer, torch.nn.Linear)]

@@ -136,36 +136,28 @@ def _decline_every_linear() -> None:
         raise LookupError("cannot inject: no TE executor with a checker")
 
 
-def _no_cross_rank_reduction() -> None:
-    """The functional executor's amax all-reduce becomes a no-op (before thunder PR #2404)."""
-    impl = _functional_impl()
-    real = impl.torch_dist
+def _override(module: Any, attribute: str, member: str, replacement: Callable[..., Any]) -> None:
+    """Put in place of ``module.attribute`` a proxy that delegates everything but ``member``: the
+    change reaches only code that looks the name up in ``module`` (thunder's, not eager TE's)."""
+    real = getattr(module, attribute)
 
-    class WithoutAllReduce:
+    class Override:
         def __getattr__(self, name: str) -> Any:
             return getattr(real, name)
 
-        @staticmethod
-        def all_reduce(*args: Any, **kwargs: Any) -> None:
-            return None
+    setattr(Override, member, staticmethod(replacement))
+    setattr(module, attribute, Override())
 
-    impl.torch_dist = WithoutAllReduce()
+
+def _no_cross_rank_reduction() -> None:
+    """The functional executor's amax all-reduce becomes a no-op (before thunder PR #2404)."""
+    _override(_functional_impl(), "torch_dist", "all_reduce", lambda *args, **kwargs: None)
 
 
 def _first_module_token_kept() -> None:
     """TELinear no longer consumes TE's first-module token, so TE's own backward sync fires as well."""
-    module = _legacy_module()
-    real = module.FP8GlobalStateManager
+    _override(_legacy_module(), "FP8GlobalStateManager", "is_first_fp8_module", lambda: False)
 
-    class TokenKeeping:
-        def __getattr__(self, name: str) -> Any:
-            return getattr(real, name)
-
-        @staticmethod
-        def is_first_fp8_module() -> bool:
-            return False
-
-    module.FP8GlobalStateManager = TokenKeeping()
 
 CATALOG: dict[str, Mutation] = {
     m.name: m

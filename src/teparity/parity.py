@@ -124,7 +124,7 @@ def _fp8_group(spec: SideSpec, rank: int, world_size: int) -> Any:
     return groups[rank]
 
 
-def _device(spec: SideSpec, rank: int) -> str:
+def _device(rank: int) -> str:
     import torch.distributed as dist
 
     return f"cuda:{rank}" if dist.get_backend() == "nccl" else "cuda:0"
@@ -134,7 +134,7 @@ def run_side(rank: int, world_size: int, spec: SideSpec) -> list[CaseRun]:
     """Run every case of ``spec`` on this rank and return the evidence (see the module docstring)."""
     import torch
 
-    torch.cuda.set_device(_device(spec, rank))
+    torch.cuda.set_device(_device(rank))
     group = _fp8_group(spec, rank, world_size)
     runs = []
     for case in spec.cases:
@@ -154,7 +154,7 @@ def _run_case(spec: SideSpec, case: Case, rank: int, group: Any) -> CaseRun:
 
     from teparity.models import linear_names, plain_mlp, te_twin
 
-    device = _device(spec, rank)
+    device = _device(rank)
     recipe = recipes.build(spec.recipe_id)
     plain = plain_mlp(
         case.sizes, seed=case.seed, device=device, dtype=_dtype(case.dtype), bias=case.bias, activation=case.activation

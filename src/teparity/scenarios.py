@@ -8,7 +8,6 @@ another waits in a collective is a hang).
 from __future__ import annotations
 
 import dataclasses
-
 from typing import TYPE_CHECKING
 
 from teparity.syncspy import record_fp8_syncs
