@@ -7,6 +7,7 @@ fast and never touch CUDA); what the machine can run comes from the cached envir
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -29,7 +30,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(default 180; the process-group timeout is min(60, this / 2))",
     )
     group.addoption(
-        "--teparity-world-size", type=int, default=2, help="ranks for the multi-rank tests (default 2)"
+        "--teparity-world-size",
+        type=int,
+        default=None,
+        help="ranks for the multi-rank tests (default: torchrun's WORLD_SIZE under torchrun, else 2)",
     )
     group.addoption(
         "--teparity-backend",
@@ -85,7 +89,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     lines = [
         f"teparity: {env.versions.describe()}",
         f"teparity: GPUs: {gpus}; FP8: {env.fp8_reason() or 'yes'}",
-        f"teparity: world size {config.getoption('teparity_world_size')}, backend {_backend(config)}, "
+        f"teparity: world size {_world_size(config)}, backend {_backend(config)}, "
         f"harness deadline {config.getoption('teparity_timeout'):g} s",
         *(f"teparity: TE executor {info.label()}" for info in env.executors.values()),
     ]
@@ -94,6 +98,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if injected := config.getoption("teparity_inject"):
         lines.append(f"teparity: INJECTED REGRESSIONS (the gate should fail): {', '.join(injected)}")
     return lines
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Under torchrun, leave the process group that the multi-rank tests joined, all ranks together."""
+    if "teparity.ranks" in sys.modules:
+        sys.modules["teparity.ranks"].leave_joined_group()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -121,16 +131,25 @@ def teparity_env() -> Any:
     return _environment()
 
 
+def _world_size(config: pytest.Config) -> int:
+    from teparity.ranks import torchrun_world
+
+    if (chosen := config.getoption("teparity_world_size")) is not None:
+        return chosen
+    joined = torchrun_world()
+    return joined[1] if joined else 2
+
+
 @pytest.fixture(scope="session")
 def world_size(request: pytest.FixtureRequest) -> int:
-    return request.config.getoption("teparity_world_size")
+    return _world_size(request.config)
 
 
 def _backend(config: pytest.Config) -> str:
     from teparity.ranks import default_backend
 
     chosen = config.getoption("teparity_backend")
-    return default_backend(config.getoption("teparity_world_size")) if chosen == "auto" else chosen
+    return default_backend(_world_size(config)) if chosen == "auto" else chosen
 
 
 @pytest.fixture(scope="session")
@@ -220,7 +239,7 @@ class ParityReporter:
         env = _environment()
         return {
             **env.to_json(),
-            "world_size": self.config.getoption("teparity_world_size"),
+            "world_size": _world_size(self.config),
             "backend": _backend(self.config),
             "harness_deadline_s": self.config.getoption("teparity_timeout"),
             "injected": self.config.getoption("teparity_inject"),

@@ -10,6 +10,11 @@ Failures come back as one ``RanksFailed`` naming every failing rank: its traceba
 exit code or signal if it died, and its Python stack (faulthandler, on SIGUSR1) if it was still running
 at the harness deadline or a grace period after another rank failed. Every rank is killed before this
 returns, and each rank also dies with its parent (``PR_SET_PDEATHSIG``).
+
+Under torchrun (``torchrun --nproc-per-node=N -m pytest ... -p no:xdist``) a run of N ranks joins the
+existing process group instead: each torchrun process is one rank, calls ``fn`` itself and all-gathers
+the results. Then the process-group timeout is the only hang defence, and both sides of a parity run
+share each process (one-rank runs still spawn fresh processes).
 """
 
 from __future__ import annotations
@@ -62,6 +67,13 @@ class RanksFailed(AssertionError):
         super().__init__("\n".join([header, *blocks, footer]))
 
 
+def torchrun_world() -> tuple[int, int] | None:
+    """(rank, world size) of this process when torchrun started it, else None."""
+    if "TORCHELASTIC_RUN_ID" not in os.environ:
+        return None
+    return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+
+
 def default_backend(world_size: int) -> Backend:
     """NCCL with one GPU per rank when there are enough GPUs, else gloo (DESIGN.md, "Backend")."""
     from teparity.envprobe import environment
@@ -94,6 +106,7 @@ def _rank_main(
     faulthandler.enable(file=log, all_threads=True)
     faulthandler.register(signal.SIGUSR1, file=log, all_threads=True)
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size))
+    os.environ.pop("TORCHELASTIC_RUN_ID", None)  # a spawned rank is never a torchrun process
     payload: dict[str, Any]
     try:
         import torch
@@ -155,6 +168,13 @@ def run_ranks(
 
     backend = backend or default_backend(world_size)
     pg_timeout = pg_timeout if pg_timeout is not None else min(DEFAULT_PG_TIMEOUT_S, timeout / 2)
+    if (joined := torchrun_world()) is not None and world_size > 1:
+        if world_size != joined[1]:
+            raise RuntimeError(
+                f"under torchrun with WORLD_SIZE={joined[1]} a run asked for {world_size} ranks "
+                f"(pass --teparity-world-size {joined[1]}, or leave it unset)"
+            )
+        return _run_joined(fn, args, backend, pg_timeout)
     root = Path(workdir) if workdir is not None else Path(tempfile.gettempdir())
     root.mkdir(parents=True, exist_ok=True)
     run_dir = Path(tempfile.mkdtemp(prefix="ranks-", dir=root))
@@ -208,6 +228,52 @@ def run_ranks(
             footer=f"{_rerun_line()}\nrank logs: {run_dir}",
         )
     return results
+
+
+_joined_setup_done = False
+
+
+def _run_joined(fn: Callable[..., Any], args: tuple[Any, ...], backend: Backend, pg_timeout: float) -> list[Any]:
+    """This process is one torchrun rank: run ``fn`` here, all-gather every rank's result or traceback."""
+    __tracebackhide__ = True
+    global _joined_setup_done
+    import torch
+    import torch.distributed as dist
+
+    from teparity import mutations
+
+    rank, world_size = torchrun_world()  # type: ignore[misc]
+    if not dist.is_initialized():
+        if backend == "nccl":
+            torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+        dist.init_process_group(backend, init_method="env://", timeout=datetime.timedelta(seconds=pg_timeout))
+    if not _joined_setup_done:
+        mutations.apply_from_env()
+        _joined_setup_done = True
+    try:
+        payload: dict[str, Any] = {"ok": fn(rank, world_size, *args)}
+    except Exception:
+        payload = {"error": traceback.format_exc()}
+    gathered: list[Any] = [None] * world_size
+    dist.all_gather_object(gathered, payload)
+    failures = [RankFailure(r, "raised", "raised", p["error"]) for r, p in enumerate(gathered) if "error" in p]
+    if failures:
+        raise RanksFailed(
+            failures, pids=[],
+            header=f"{len(failures)} of {world_size} torchrun ranks failed ({fn.__module__}.{fn.__qualname__}, backend {backend})",
+            footer=_rerun_line(),
+        )
+    return [p["ok"] for p in gathered]
+
+
+def leave_joined_group() -> None:
+    """Destroy the torchrun process group this module joined (all ranks together), if it did."""
+    if _joined_setup_done:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.barrier()
+            dist.destroy_process_group()
 
 
 def _supervise(processes: list[Any], run_dir: Path, timeout: float) -> dict[int, str]:

@@ -1,0 +1,47 @@
+"""Under torchrun the multi-rank tests join the existing process group instead of spawning ranks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from teparity.envprobe import environment
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = [
+    pytest.mark.multirank,
+    pytest.mark.skipif(bool(environment().backward_sync_reason()), reason=str(environment().backward_sync_reason())),
+]
+
+
+def _torchrun(*args: str, cwd: Path) -> str:
+    completed = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=600,
+    )
+    output = completed.stdout + completed.stderr
+    assert completed.returncode == 0, output[-4000:]
+    return output
+
+
+def test_run_ranks_joins_the_torchrun_group_instead_of_spawning(tmp_path: Path) -> None:
+    script = tmp_path / "join.py"
+    script.write_text(
+        "import os\n"
+        "from teparity import rank_faults\n"
+        "from teparity.ranks import leave_joined_group, run_ranks\n"
+        "pids = run_ranks(rank_faults.pid_of_rank, world_size=2, backend='gloo')\n"
+        "print('joined' if os.getpid() in pids and len(set(pids)) == 2 else f'spawned {pids}', flush=True)\n"
+        "leave_joined_group()\n"
+    )
+    output = _torchrun(str(script), cwd=tmp_path)
+    assert output.count("joined") == 2, output[-4000:]
+
+
+def test_the_ddp_trace_checks_run_on_torchrun_ranks() -> None:
+    output = _torchrun("-m", "pytest", "tests/trace", "-k", "ddp", "-p", "no:xdist", "-p", "no:cacheprovider", "-rA", cwd=REPO)
+    assert output.count("3 passed") == 2, output[-4000:]  # both torchrun processes ran the 3 DDP checks
+    assert output.count("teparity: world size 2, backend gloo") == 2, output[-4000:]
