@@ -3,14 +3,12 @@ backward skips the FP8 sync fails the run within the deadline with every rank's 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from teparity.killmatrix import run_gate
 from teparity.parity import Case, SideSpec
 from teparity.ranks import STACK_DUMP_WAIT_S, RanksFailed, run_ranks
 from teparity.scenarios import legacy_ddp_with_sync_skipped_on_last_rank
@@ -33,34 +31,26 @@ KILLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
-def _run_gate(tests: tuple[str, ...], tmp_path: Path, *inject: str) -> tuple[subprocess.CompletedProcess[str], str, Path]:
-    report_path = tmp_path / "report.json"
-    completed = subprocess.run(
-        [sys.executable, "-m", "pytest", *tests, "-p", "no:xdist", "-p", "no:cacheprovider", "-q",
-         *(f"--teparity-inject={name}" for name in inject), f"--teparity-report={report_path}",
-         f"--basetemp={tmp_path / 'base'}"],
-        cwd=REPO, capture_output=True, text=True, timeout=800,
-    )
-    return completed, completed.stdout + completed.stderr, report_path
+@pytest.fixture(autouse=True)
+def _in_the_repo(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
 
 
 def test_the_clean_run_of_every_killing_test_passes(tmp_path: Path) -> None:
     """A kill counts only if the same tests pass without the mutation."""
-    tests = tuple(sorted({t for killing, _ in KILLS.values() for t in killing}))
-    completed, output, _ = _run_gate(tests, tmp_path)
-    assert completed.returncode == 0, output[-6000:]
+    tests = sorted({t for killing, _ in KILLS.values() for t in killing})
+    run = run_gate(tests, tmp_path, None, ["-p", "no:xdist"])
+    assert run.returncode == 0, run.output[-6000:]
 
 
 @pytest.mark.parametrize("mutation", sorted(KILLS))
 def test_the_gpu_tiers_kill(mutation: str, tmp_path: Path) -> None:
     tests, lines = KILLS[mutation]
-    completed, output, report_path = _run_gate(tests, tmp_path, mutation)
-    assert completed.returncode == 1, f"exit {completed.returncode}: the mutant survived?\n{output[-4000:]}"
-    assert any(line in output for line in lines), output[-4000:]
-    report = json.loads(report_path.read_text())
-    failed = {t["nodeid"] for r in report["results"] for t in r["tests"] if t["outcome"] == "FAIL"}
-    survived = [t for t in tests if t not in failed]
-    assert not survived, f"{mutation} survived {survived}; failed: {sorted(failed)}"
+    run = run_gate(list(tests), tmp_path, mutation, ["-p", "no:xdist"])
+    assert run.returncode == 1, f"exit {run.returncode}: the mutant survived?\n{run.output[-4000:]}"
+    assert any(line in run.output for line in lines), run.output[-4000:]
+    survived = [t for t in tests if t not in run.failed_tests()]
+    assert not survived, f"{mutation} survived {survived}; failed: {sorted(run.failed_tests())}"
 
 
 def test_a_rank_without_the_backward_sync_fails_fast_with_every_stack(tmp_path: Path, backend: str) -> None:
