@@ -22,7 +22,7 @@ pytestmark = pytest.mark.fp8
 #: (FP8 state compared exactly) and GELU between three linears. GELU runs in fp32 only: in bf16,
 #: thunder's GELU rounds differently from torch's kernel, FP8 quantization amplifies it, and by the
 #: third SGD step weight gradients differ by up to 0.8 (H200, TE 2.9.0, legacy executor): a
-#: difference of the activation, not of the TE executor (docs/results/).
+#: difference of the activation, not of the TE executor (docs/results/h200-x2-te2.9.0-dev-runs/).
 FIXED_CASES = (
     Case(activation=None),
     Case(bias=False, lead_shape=(2, 8), dtype="bfloat16", activation=None, seed=1),
@@ -33,7 +33,8 @@ DTYPE_ACTIVATION = [("float32", "gelu"), ("float32", None), ("bfloat16", None)]
 
 #: Shapes inside TE's FP8 constraints: features % 16 == 0 (utils.assert_dim_for_fp8_exec) and the
 #: flattened leading size % 16 == 0 (the wgrad GEMM's leading dimension: "ret.lda % 16 == 0" in
-#: cublaslt_gemm.cu, seen with 8 tokens on TE 2.9.0); hypothesis adds one of these to the fixed cases.
+#: cublaslt_gemm.cu, seen on TE 2.9.0 while drawn inputs could have 8 tokens); hypothesis adds one of
+#: these to the fixed cases.
 extra_cases = st.lists(
     st.tuples(
         st.lists(st.sampled_from([16, 32, 48, 64, 128]), min_size=2, max_size=4).map(tuple),
