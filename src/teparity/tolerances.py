@@ -11,10 +11,9 @@ histories are copies of measured maxima and must match exactly; the legacy execu
 modules and update, so its scales must be bitwise equal too; the functional executor updates scales
 with TE's Python ``_amax_and_scale_update`` instead of the fused kernel, so its scales may differ by a
 few ulp (bound not yet measured). With GELU between the linears, thunder computes GELU's backward
-with its own decomposition
-and eager TE with torch's kernel: the gradients entering the earlier linears differ by rounding, and
-so do their grad_output amaxes and scales (seen: 1 ulp, H200, TE 2.9.0,
-docs/results/h200-x2-te2.9.0-dev-runs/); those are compared within a few ulp.
+with its own decomposition and eager TE with torch's kernel: the gradients entering the earlier
+linears differ by rounding, and so do their grad_output amaxes and scales (seen: 1 ulp, H200, TE
+2.9.0, docs/results/h200-x2-te2.9.0-dev-runs/); those are compared within a few ulp.
 """
 
 from __future__ import annotations
