@@ -58,6 +58,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in (
         "check(name): the parity-report row this test feeds; {param} fields are filled from the test's parameters",
         "fp8: needs TransformerEngine and an FP8-capable GPU (sm_89+); skipped otherwise, with the reason",
+        "legacy_sync: needs thunder's legacy TE executor with its backward sync; skipped otherwise, with the reason",
         "multirank: spawns ranks with torch.distributed",
     ):
         config.addinivalue_line("markers", line)
@@ -118,7 +119,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip, before any fixture runs, what this machine cannot run; the reason names what is missing."""
     if item.get_closest_marker("fp8") and (reason := _environment().fp8_reason()):
+        pytest.skip(reason)
+    if item.get_closest_marker("legacy_sync") and (reason := _environment().backward_sync_reason()):
         pytest.skip(reason)
 
 

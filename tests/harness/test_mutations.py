@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from teparity.envprobe import environment
 from teparity.killmatrix import run_gate
 from teparity.mutations import CATALOG
 
@@ -25,7 +24,7 @@ KILLS = {
 
 pytestmark = [
     pytest.mark.multirank,
-    pytest.mark.skipif(bool(environment().backward_sync_reason()), reason=str(environment().backward_sync_reason())),
+    pytest.mark.legacy_sync,
 ]
 
 

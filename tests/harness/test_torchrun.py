@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from teparity.envprobe import environment
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [
     pytest.mark.multirank,
-    pytest.mark.skipif(bool(environment().backward_sync_reason()), reason=str(environment().backward_sync_reason())),
+    pytest.mark.legacy_sync,
 ]
 
 

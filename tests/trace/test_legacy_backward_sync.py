@@ -14,7 +14,7 @@ import pytest
 from teparity.scenarios import LegacySyncRun, LegacySyncSpec, legacy_sync_run
 from teparity.traces import assert_no_violations, check_backward_sync, check_no_forward_sync
 
-pytestmark = pytest.mark.parametrize("executor", ["legacy"])
+pytestmark = [pytest.mark.legacy_sync, pytest.mark.parametrize("executor", ["legacy"])]
 STEPS = 3
 
 
@@ -29,15 +29,11 @@ def _context(env: Any, runs: list[LegacySyncRun]) -> str:
 
 @pytest.fixture(scope="module")
 def single_process(teparity_env: Any, rank_runner: Any) -> list[LegacySyncRun]:
-    if reason := teparity_env.backward_sync_reason():
-        pytest.skip(reason)
     return rank_runner(legacy_sync_run, _spec(teparity_env, ddp=False), world_size=1)
 
 
 @pytest.fixture(scope="module")
 def ddp(teparity_env: Any, rank_runner: Any, world_size: int) -> list[LegacySyncRun]:
-    if reason := teparity_env.backward_sync_reason():
-        pytest.skip(reason)
     return rank_runner(legacy_sync_run, _spec(teparity_env, ddp=True), world_size=world_size)
 
 
