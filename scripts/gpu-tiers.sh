@@ -1,17 +1,40 @@
 #!/usr/bin/env bash
-# The GPU run behind docs/results/: on a host with an FP8 GPU and no network, install a bundle made by
-# ../shared/gpu/make_bundle.sh, then run the gate and the GPU harness tests, reports and logs into OUT.
+# The GPU runs behind docs/results/: on a host with an FP8 GPU and no network, install a bundle made by
+# ../shared/gpu/make_bundle.sh, then run one part of the gate, its report and log into OUT.
 #
 # usage: scripts/gpu-tiers.sh BUNDLE_DIR OUT_DIR PART [pytest args...]
-#   PART: gate (tests/trace, numerics, ddp) | harness (tests/harness -m fp8: mutation kills, deadlock)
+#   gate         tests/trace, tests/numerics, tests/ddp (NCCL, one GPU per rank, where there are 2+ GPUs)
+#   harness      tests/harness -m fp8: each GPU check killed by its mutation, the deadlock check
+#   ddp-gloo-N   tests/ddp with N gloo ranks sharing GPU 0
+#   kill-matrix  python -m teparity kill-matrix over the GPU kill targets (args: kill-matrix options)
+# Writes OUT/NAME.json (parity report; kill-matrix: OUT/kill-matrix-reports.tgz), OUT/NAME.log, and
+# appends the bundle's install output to OUT/install.log.
+# env: NAME (output basename, default PART); THUNDER_WHEEL (a lightning-thunder wheel to use instead of
+#      the bundle's, e.g. a dev build: same dependencies)
 set -uo pipefail
-BUNDLE=${1:?bundle dir}; OUT=${2:?out dir}; PART=${3:?gate or harness}; shift 3
-source "$BUNDLE/install_bundle.sh" "$BUNDLE" > "$OUT/install-$PART.log" 2>&1 || { cat "$OUT/install-$PART.log"; exit 1; }
+BUNDLE=${1:?bundle dir}; OUT=${2:?out dir}; PART=${3:?part}; shift 3
+NAME=${NAME:-$PART}
+echo "== $NAME" >> "$OUT/install.log"
+source "$BUNDLE/install_bundle.sh" "$BUNDLE" "/tmp/site-$NAME" >> "$OUT/install.log" 2>&1 || { cat "$OUT/install.log"; exit 1; }
+if [ -n "${THUNDER_WHEEL:-}" ]; then
+  site=/tmp/site-thunder-$NAME; rm -rf "$site"
+  python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" "$THUNDER_WHEEL" >> "$OUT/install.log" 2>&1 || exit 1
+  export PYTHONPATH="$site:$PYTHONPATH"
+fi
 export PYTHONPATH="$PYTHONPATH:$PWD/src" PYTHONUNBUFFERED=1
-grep -h "^note:" "$OUT/install-$PART.log"
+grep -h "^note:" "$OUT/install.log" | sort -u
+report=(--teparity-report "$OUT/$NAME.json")
 case $PART in
-  gate) paths=(tests/trace tests/numerics tests/ddp) ;;
-  harness) paths=(tests/harness -m fp8) ;;
-esac
-python3 -m pytest "${paths[@]}" --teparity-report "$OUT/$PART.json" "$@" 2>&1 | tee "$OUT/$PART.log"
+  gate) python3 -m pytest tests/trace tests/numerics tests/ddp "${report[@]}" "$@" ;;
+  harness) python3 -m pytest tests/harness -m fp8 "${report[@]}" "$@" ;;
+  ddp-gloo-*) CUDA_VISIBLE_DEVICES=0 python3 -m pytest tests/ddp --teparity-backend gloo \
+      --teparity-world-size "${PART#ddp-gloo-}" "${report[@]}" "$@" ;;
+  kill-matrix)
+    work=$(mktemp -d)
+    targets=$(python3 -c 'import sys; sys.path.insert(0, "tests/harness"); import test_gpu_kills as k; print(*k.KILLING_TESTS)')
+    # shellcheck disable=SC2086
+    python3 -m teparity kill-matrix $targets --workdir "$work" "$@"
+    status=$?; (cd "$work" && tar czf "$OUT/kill-matrix-reports.tgz" ./*.json); exit $status ;;
+  *) echo "unknown part $PART" >&2; exit 2 ;;
+esac 2>&1 | tee "$OUT/$NAME.log"
 exit "${PIPESTATUS[0]}"

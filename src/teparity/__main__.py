@@ -54,15 +54,16 @@ def main(argv: list[str] | None = None) -> int:
     kills.add_argument("paths", nargs="*", default=["tests/trace", "tests/numerics", "tests/ddp"])
     kills.add_argument("--workdir", type=Path, help="reports and pytest temp dirs (default: a new temp dir)")
     kills.add_argument("--pytest-args", default="", help='extra pytest arguments, e.g. "-n 2"')
+    kills.add_argument("--jobs", type=int, default=1, help="mutants run at a time, after the clean run (default 1)")
     args = parser.parse_args(argv)
     if args.command == "doctor":
         return doctor()
     if args.command == "kill-matrix":
-        return kill_matrix_command(args.paths, args.workdir, args.pytest_args)
+        return kill_matrix_command(args.paths, args.workdir, args.pytest_args, args.jobs)
     return matrix(args.reports, args.output)
 
 
-def kill_matrix_command(paths: list[str], workdir: Path | None, pytest_args: str) -> int:
+def kill_matrix_command(paths: list[str], workdir: Path | None, pytest_args: str, jobs: int) -> int:
     import shlex
     import tempfile
 
@@ -70,7 +71,7 @@ def kill_matrix_command(paths: list[str], workdir: Path | None, pytest_args: str
 
     workdir = workdir or Path(tempfile.mkdtemp(prefix="teparity-kills-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    table, ok = kill_matrix(paths, workdir, shlex.split(pytest_args))
+    table, ok = kill_matrix(paths, workdir, shlex.split(pytest_args), jobs)
     print(table)
     print(f"reports: {workdir}")
     return 0 if ok else 1

@@ -22,16 +22,21 @@ class Comparison:
     #: Largest absolute difference seen per quantity ("output", "grad", "scale", ...).
     max_abs: dict[str, float] = dataclasses.field(default_factory=dict)
     compared: int = 0
+    #: Largest distance in float32 ulps per float32 quantity (the unit of the FP8-scale rules).
+    max_ulps: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def note(self, quantity: str, expected: torch.Tensor, actual: torch.Tensor) -> None:
         self.compared += 1
         if expected.shape == actual.shape and expected.numel():
             diff = (expected.double() - actual.double()).abs().max().item()
             self.max_abs[quantity] = max(self.max_abs.get(quantity, 0.0), diff)
+            if quantity in ULP_REPORTED and expected.dtype == actual.dtype == torch.float32:
+                self.max_ulps[quantity] = max(self.max_ulps.get(quantity, 0), ulp_distance(expected, actual))
 
     def summary(self) -> str:
         stats = ", ".join(f"max|d| {q} {v:.3g}" for q, v in sorted(self.max_abs.items()))
-        return f"{self.compared} tensors compared; {stats or 'no statistics'}"
+        ulps = ", ".join(f"max ulp {q} {v}" for q, v in sorted(self.max_ulps.items()) if q in ULP_REPORTED)
+        return f"{self.compared} tensors compared; {stats or 'no statistics'}" + (f"; {ulps}" if ulps else "")
 
     def message(self, header: str) -> str:
         shown = self.differences[:MAX_LISTED]
@@ -40,6 +45,20 @@ class Comparison:
         first = self.differences[0] if self.differences else "none"
         listed = "\n  ".join(shown) + tail
         return f"{len(self.differences)} difference(s), first: {first}\n  {header}\n  {listed}\n  {self.summary()}"
+
+
+#: Quantities whose ulp distance the summary reports (the FP8 state, whose rules are in ulps).
+ULP_REPORTED = ("amax_history", "scale")
+
+
+def ulp_distance(expected: torch.Tensor, actual: torch.Tensor) -> int:
+    """Largest number of float32 values between corresponding entries (0: bitwise equal; both signs)."""
+
+    def ordered(t: torch.Tensor) -> torch.Tensor:
+        bits = t.detach().to(torch.float32).contiguous().view(torch.int32).long()
+        return torch.where(bits < 0, -(bits & 0x7FFFFFFF), bits)
+
+    return int((ordered(expected) - ordered(actual)).abs().max().item())
 
 
 def _close(

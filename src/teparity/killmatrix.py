@@ -27,6 +27,9 @@ class GateRun:
     def failed_checks(self) -> list[str]:
         return [f"{r['check']}/{r['executor']}" for r in self.report.get("results", []) if r["outcome"] == "FAIL"]
 
+    def passed_tests(self) -> set[str]:
+        return {t["nodeid"] for r in self.report.get("results", []) for t in r["tests"] if t["outcome"] == "pass"}
+
     def failed_tests(self) -> set[str]:
         return {t["nodeid"] for r in self.report.get("results", []) for t in r["tests"] if t["outcome"] == "FAIL"}
 
@@ -45,19 +48,27 @@ def run_gate(paths: list[str], workdir: Path, mutation: str | None = None, pytes
     return GateRun(mutation, completed.returncode, completed.stdout + completed.stderr, report)
 
 
-def kill_matrix(paths: list[str], workdir: Path, pytest_args: list[str] = ()) -> tuple[str, bool]:
-    """Run the matrix; return its table and whether it passed."""
+def kill_matrix(paths: list[str], workdir: Path, pytest_args: list[str] = (), jobs: int = 1) -> tuple[str, bool]:
+    """Run the matrix (the clean run first, then up to ``jobs`` mutants at a time); return its table
+    and whether it passed."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from teparity.envprobe import environment
 
     env = environment()
     clean = run_gate(paths, workdir, None, pytest_args)
-    rows = [("(clean run)", "pass" if clean.returncode == 0 else f"FAIL (exit {clean.returncode})", ", ".join(clean.failed_checks()))]
-    ok = clean.returncode == 0
-    for name, mutation in sorted(CATALOG.items()):
-        if reason := mutation.unavailable_reason(env):
+    ok = clean.returncode == 0 and bool(clean.passed_tests())
+    verdict = "pass" if ok else f"FAIL (exit {clean.returncode}, {len(clean.passed_tests())} tests passed)"
+    rows = [("(clean run)", verdict, ", ".join(clean.failed_checks()))]
+    reasons = {name: mutation.unavailable_reason(env) for name, mutation in sorted(CATALOG.items())}
+    applicable = [name for name, reason in reasons.items() if reason is None]
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        runs = dict(zip(applicable, pool.map(lambda name: run_gate(paths, workdir, name, pytest_args), applicable)))
+    for name, reason in reasons.items():
+        if reason is not None:
             rows.append((name, "n/a", reason))
             continue
-        run = run_gate(paths, workdir, name, pytest_args)
+        run = runs[name]
         killers = run.failed_checks()
         if run.returncode == 1 and killers:
             rows.append((name, "killed", ", ".join(killers)))

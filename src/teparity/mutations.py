@@ -159,6 +159,57 @@ def _first_module_token_kept() -> None:
     _override(_legacy_module(), "FP8GlobalStateManager", "is_first_fp8_module", lambda: False)
 
 
+def _drop_autocast_wrapper() -> None:
+    """The legacy forward program loses its ``@fp8_autocast(fp8_recipe=...)`` decorator line."""
+    module = _legacy_module()
+    if not hasattr(module, "_get_te_wrapper_string"):
+        raise LookupError("cannot inject: this thunder's legacy executor has no _get_te_wrapper_string")
+    module._get_te_wrapper_string = lambda: "# teparity mutant: fp8_autocast wrapper dropped"
+
+
+def _duplicate_amax_updates() -> None:
+    """Every functional amax/scale update is emitted twice: histories roll twice per linear and pass."""
+    impl = _functional_impl()
+    real = impl._te_fp8_amax_and_scale_update
+
+    def twice(recipe: Any, *, states: tuple[Any, ...], tokens: tuple[Any, ...]) -> Any:
+        return real(recipe, states=states, tokens=real(recipe, states=states, tokens=tokens))
+
+    impl._te_fp8_amax_and_scale_update = twice
+
+
+def _recompute_forward_in_backward() -> None:
+    """The functional grad transform recomputes the forward TE linear in the backward (to get the
+    quantized input and weight) instead of saving them: thunder 0.2.5+'s transform, one line changed."""
+    impl = _functional_impl()
+    needed = ("_get_te_fp8_recipe", "_get_te_fp8_state", "_get_te_fp8_quantizers", "_te_linear_fwd", "_te_linear_bwd",
+              "_te_fp8_amax_and_scale_update", "get_grad", "put_grad", "ltorch", "linear_prim", "transformer_engine_ex")
+    if missing := [name for name in needed if not hasattr(impl, name)]:
+        raise LookupError(f"cannot inject: {impl.__name__} lacks {missing}")
+
+    def grad_transform(a: Any, w: Any, bias: Any) -> Any:
+        recipe = impl._get_te_fp8_recipe()
+        forward_state = impl._get_te_fp8_state(recipe, "forward", 2)
+        input_quantizer, weight_quantizer = impl._get_te_fp8_quantizers(forward_state, 2)
+        primal, _, _ = impl._te_linear_fwd(a, w, bias, input_quantizer, weight_quantizer)
+        (primal,) = impl._te_fp8_amax_and_scale_update(recipe, states=(forward_state,), tokens=(primal,))
+        grad_out = impl.get_grad(primal)
+        _, quantized_a, quantized_w = impl._te_linear_fwd(a, w, bias, input_quantizer, weight_quantizer)
+        backward_state = impl._get_te_fp8_state(recipe, "backward", 1)
+        (grad_output_quantizer,) = impl._get_te_fp8_quantizers(backward_state, 1)
+        grad_a, grad_w = impl._te_linear_bwd(
+            grad_out, quantized_a, quantized_w, input_quantizer, weight_quantizer, grad_output_quantizer
+        )
+        grad_a, grad_w = impl._te_fp8_amax_and_scale_update(recipe, states=(backward_state,), tokens=(grad_a, grad_w))
+        impl.put_grad(a, grad_a)
+        impl.put_grad(w, grad_w)
+        if bias is not None:
+            impl.put_grad(bias, impl.ltorch.sum(grad_out, tuple(range(grad_out.ndim - 1))))
+        return primal
+
+    impl.transformer_engine_ex.implmap[impl.linear_prim.id].grad_transform = grad_transform
+
+
 CATALOG: dict[str, Mutation] = {
     m.name: m
     for m in (
@@ -210,6 +261,26 @@ CATALOG: dict[str, Mutation] = {
             "the legacy executor stops consuming TE's first-module token, so TE syncs in backward too",
             "legacy-te",
             _first_module_token_kept,
+        ),
+        Mutation(
+            "autocast-wrapper-dropped",
+            "the legacy forward program no longer wrapped in fp8_autocast(fp8_recipe=...): TE runs it "
+            "unquantized and keeps no FP8 state",
+            "legacy-te",
+            _drop_autocast_wrapper,
+        ),
+        Mutation(
+            "forward-linear-recomputed",
+            "the functional backward recomputes each forward TE linear instead of using the saved "
+            "quantized tensors: a second GEMM per linear, and its quantization writes the amaxes again",
+            "functional-te",
+            _recompute_forward_in_backward,
+        ),
+        Mutation(
+            "amax-updates-duplicated",
+            "every functional amax/scale update emitted twice: histories roll twice per step",
+            "functional-te",
+            _duplicate_amax_updates,
         ),
         Mutation(
             "checker-declines",

@@ -85,6 +85,8 @@ class CaseRun:
     #: Legacy executor: whether the forward trace's program is wrapped in fp8_autocast with our recipe.
     legacy_autocast: dict[str, bool] | None = None
     sync_mode: str = ""
+    #: Thunder side: cache entries compiled (thunder.cache_misses); each has its own TE FP8 state.
+    cache_entries: int | None = None
     #: One process only: the traceback of a case that raised (the other cases still run and compare).
     error: str | None = None
 
@@ -206,6 +208,7 @@ def _run_case(spec: SideSpec, case: Case, rank: int, group: Any) -> CaseRun:
         forward, backward = thunder.last_traces(model)[-1], thunder.last_backward_traces(model)[-1]
         run.forward = summarize(forward, f"rank {rank} forward trace")
         run.backward = summarize(backward, f"rank {rank} backward trace")
+        run.cache_entries = thunder.cache_misses(model)
         if spec.executor == "legacy":
             run.legacy_autocast = _legacy_autocast_facts(forward, recipe)
     return run

@@ -90,6 +90,11 @@ def sync_counts(runs_by_rank: list[list[CaseRun]]) -> dict[int, dict[str, list[i
     }
 
 
+def compiled_entries(runs_by_rank: list[list[CaseRun]]) -> dict[int, dict[str, int | None]]:
+    """Cache entries thunder compiled per rank and case (a micro-batch under no-sync compiles its own)."""
+    return {rank: {run.case.label(): run.cache_entries for run in runs} for rank, runs in enumerate(runs_by_rank)}
+
+
 def context(env: Any, spec: SideSpec, world_size: int, backend: str) -> str:
     info = env.executors[spec.executor]
     return (

@@ -234,9 +234,10 @@ class ParityReporter:
             terminalreporter.write_sep("=", "teparity parity report")
             terminalreporter.write_line(self.report.table())
 
-    def pytest_sessionfinish(self) -> None:
+    def pytest_sessionfinish(self, exitstatus: int) -> None:
         if path := self.config.getoption("teparity_report"):
-            self.report.environment = self._environment_section()
+            # 2 (interrupted, e.g. by a time limit): the report holds only the tests that finished.
+            self.report.environment = {**self._environment_section(), "pytest_exit_status": int(exitstatus)}
             self.report.write(path)
 
     def _environment_section(self) -> dict[str, Any]:

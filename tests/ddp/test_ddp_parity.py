@@ -13,7 +13,14 @@ from packaging.version import Version
 
 from teparity.compare import Comparison, compare_across_ranks
 from teparity.parity import Case, SideSpec, run_side
-from teparity.paritychecks import assert_parity, assert_te_claimed, compare_sides, context, sync_counts
+from teparity.paritychecks import (
+    assert_parity,
+    assert_te_claimed,
+    compare_sides,
+    compiled_entries,
+    context,
+    sync_counts,
+)
 from teparity.versions import installed_version
 
 pytestmark = [pytest.mark.fp8, pytest.mark.multirank]
@@ -45,16 +52,33 @@ def _assert_one_sync_per_backward(spec: SideSpec, thunder: list[Any], ctx: str) 
     assert not wrong, f"backward syncs per step should be {expected} on every rank and case, got {counts}; {ctx}"
 
 
+def _assert_ddp_parity(spec: SideSpec, env: Any, rank_runner: Any, world_size: int, backend: str, evidence: Any) -> None:
+    __tracebackhide__ = True
+    eager, thunder = _run(spec, env, rank_runner, world_size)
+    ctx = context(env, spec, world_size, backend)
+    if spec.micro_batches > 1:
+        ctx += f"; thunder cache entries compiled per rank: {compiled_entries(thunder)}"
+    result = assert_parity(eager, thunder, spec, ctx)
+    _assert_one_sync_per_backward(spec, thunder, ctx)
+    shape = f"{len(spec.cases)} cases x {spec.steps} steps x {spec.micro_batches} micro-batch(es)"
+    evidence(f"{world_size} ranks ({backend}), {shape}: {result.summary()}")
+
+
 @pytest.mark.parametrize("recipe_id", ["delayed", "delayed-e4m3-len4-max"])
 @pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.check("ddp[{recipe_id}]")
 def test_ddp_matches_torch_ddp(executor: str, recipe_id: str, teparity_env: Any, rank_runner: Any, world_size: int, backend: str, evidence: Any) -> None:
     spec = SideSpec("eager", executor, recipe_id, CASES, steps=3, ddp=True)
-    eager, thunder = _run(spec, teparity_env, rank_runner, world_size)
-    ctx = context(teparity_env, spec, world_size, backend)
-    result = assert_parity(eager, thunder, spec, ctx)
-    _assert_one_sync_per_backward(spec, thunder, ctx)
-    evidence(f"{world_size} ranks ({backend}), {len(CASES)} cases x {spec.steps} steps: {result.summary()}")
+    _assert_ddp_parity(spec, teparity_env, rank_runner, world_size, backend, evidence)
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check("ddp-first-step")
+def test_first_ddp_step_matches_torch_ddp(executor: str, teparity_env: Any, rank_runner: Any, world_size: int, backend: str, evidence: Any) -> None:
+    """One step, free of drift between the sides' weights: it tells a first step that is already wrong
+    from trajectories that part later (test_ddp_matches_torch_ddp), and shows state regressions at once."""
+    spec = SideSpec("eager", executor, "delayed", CASES, steps=1, ddp=True)
+    _assert_ddp_parity(spec, teparity_env, rank_runner, world_size, backend, evidence)
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
@@ -62,11 +86,7 @@ def test_ddp_matches_torch_ddp(executor: str, recipe_id: str, teparity_env: Any,
 def test_gradient_accumulation_matches_no_sync(executor: str, teparity_env: Any, rank_runner: Any, world_size: int, backend: str, evidence: Any) -> None:
     """Two micro-batches per step: thunder's skip_data_parallel_grad_sync against torch DDP's no_sync."""
     spec = SideSpec("eager", executor, "delayed", CASES[:1], steps=2, micro_batches=2, ddp=True)
-    eager, thunder = _run(spec, teparity_env, rank_runner, world_size)
-    ctx = context(teparity_env, spec, world_size, backend)
-    result = assert_parity(eager, thunder, spec, ctx)
-    _assert_one_sync_per_backward(spec, thunder, ctx)
-    evidence(f"{world_size} ranks ({backend}), 2 steps x 2 micro-batches: {result.summary()}")
+    _assert_ddp_parity(spec, teparity_env, rank_runner, world_size, backend, evidence)
 
 
 _FUNCTIONAL_DEFAULT_GROUP = pytest.mark.xfail(

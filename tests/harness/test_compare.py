@@ -7,9 +7,18 @@ import copy
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from teparity import tolerances
-from teparity.compare import Comparison, compare_across_ranks, compare_numerics, compare_state, state_is_empty
+from teparity.compare import (
+    Comparison,
+    compare_across_ranks,
+    compare_numerics,
+    compare_state,
+    state_is_empty,
+    ulp_distance,
+)
 from teparity.parity import Case, CaseRun, SideSpec, StepRecord
 from teparity.paritychecks import assert_parity, case_errors
 from teparity.traces import SymbolRow, TraceSummary, check_functional_updates, check_te_claims
@@ -139,3 +148,14 @@ def test_a_case_that_raised_is_listed_and_fails_the_run() -> None:
 def test_state_is_empty_reads_every_rank() -> None:
     assert state_is_empty([[_run(state={})], [_run(state={})]])
     assert not state_is_empty([[_run(state={})], [_run()]])
+
+
+@given(st.floats(min_value=-2.0**100, max_value=2.0**100, width=32), st.integers(0, 64))
+def test_ulp_distance_counts_float32_steps(x: float, steps: int) -> None:
+    """The unit of the FP8-scale rules: ``steps`` calls of nextafter are ``steps`` ulps, across zero too."""
+    start = torch.tensor([x], dtype=torch.float32)
+    moved = start.clone()
+    for _ in range(steps):
+        moved = torch.nextafter(moved, torch.tensor([float("inf")]))
+    assert ulp_distance(start, moved) == steps, (start.item(), moved.item())
+    assert ulp_distance(moved, start) == steps

@@ -30,7 +30,10 @@ pytestmark = [
 
 #: Entries that need TE on an FP8 GPU; test_gpu_kills.py holds their kill expectations.
 GPU_ONLY = {
+    "amax-updates-duplicated",
+    "autocast-wrapper-dropped",
     "checker-declines",
+    "forward-linear-recomputed",
     "first-module-token-kept",
     "functional-amax-update-dropped",
     "functional-no-cross-rank-reduction",
@@ -62,7 +65,7 @@ def test_the_trace_tier_kills(mutation: str, tmp_path: Path, monkeypatch: pytest
 def test_the_kill_matrix_command_runs_clean_and_every_applicable_mutant(tmp_path: Path) -> None:
     """The CLI end to end on the trace tier's 1-process checks (the DDP ones are covered above)."""
     completed = subprocess.run(
-        [sys.executable, "-m", "teparity", "kill-matrix", "tests/trace", "--workdir", str(tmp_path),
+        [sys.executable, "-m", "teparity", "kill-matrix", "tests/trace", "--workdir", str(tmp_path), "--jobs", "2",
          "--pytest-args", "-p no:xdist -k 'not ddp'"],
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )

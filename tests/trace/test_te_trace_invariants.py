@@ -1,0 +1,37 @@
+"""Trace tier, on an FP8 GPU: the invariants of each TE executor's traces, from one thunder training run
+(no eager side, no numerics): TE claims every linear; no forward TE linear recomputed in the backward;
+legacy: the forward wrapped in fp8_autocast with our recipe and the backward sync placed right; functional:
+one amax/scale update per TE linear in forward and in backward, all before the return, one recipe per trace.
+
+These pass or fail on the traces alone, so they stay meaningful where the numerics of an executor do not
+match (a regression of the traces is then still caught and named).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from teparity.parity import Case, SideSpec, run_side
+from teparity.paritychecks import assert_te_claimed, context, trace_violations
+from teparity.traces import assert_no_violations
+
+pytestmark = pytest.mark.fp8
+#: bf16 parameters, three linears, a 3-D input: every executor runs it on TE 2.9 and later.
+CASE = Case(sizes=(48, 64, 32, 16), bias=False, lead_shape=(2, 8), activation=None, dtype="bfloat16")
+
+
+@pytest.mark.parametrize("executor", ["legacy", "functional"])
+@pytest.mark.check("te-trace-invariants[1proc]")
+def test_te_trace_invariants(executor: str, teparity_env: Any, rank_runner: Any, evidence: Any) -> None:
+    if reason := teparity_env.executor_reason(executor):
+        pytest.skip(reason)
+    spec = SideSpec("thunder", executor, "delayed", (CASE,), steps=2)
+    thunder = rank_runner(run_side, spec, world_size=1)
+    ctx = context(teparity_env, spec, 1, "none")
+    run = thunder[0][0]
+    assert run.error is None, f"the thunder run raised; {ctx}\n{run.error}"
+    assert_te_claimed(thunder, spec, ctx)
+    assert_no_violations(trace_violations(thunder, spec), ctx)
+    evidence(f"{len(run.linear_names)} linears: forward {len(run.forward.rows)} symbols, backward {len(run.backward.rows)}")
