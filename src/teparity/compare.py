@@ -110,13 +110,19 @@ def compare_state(
 
 
 def _state_tensor(result: Comparison, where: str, quantity: str, expected: torch.Tensor, actual: torch.Tensor, tol: Tolerance) -> None:
-    """Bitwise when the rule allows nothing, else within it (amax histories start as zeros: no guard)."""
-    if tol.rtol == 0 and tol.atol == 0:
-        result.note(quantity, expected, actual)
-        if not torch.equal(expected, actual):
-            result.differences.append(f"{where} differs (rule: bitwise, {tol.source}): {_first_mismatch(expected, actual)}")
+    """Within ``tol.ulps`` float32 ulps, or bitwise (amax histories start as zeros: no zero guard)."""
+    result.note(quantity, expected, actual)
+    if expected.shape != actual.shape:
+        result.differences.append(f"{where} differs: {_first_mismatch(expected, actual)}")
         return
-    _close(result, where, quantity, expected, actual, tol, nonzero_reference=False)
+    allowed = tol.ulps or 0
+    floats = expected.dtype == actual.dtype == torch.float32
+    distance = ulp_distance(expected, actual) if floats and expected.numel() else None
+    if torch.equal(expected, actual) or (allowed and distance is not None and distance <= allowed):
+        return
+    rule = tol.source if allowed else f"bitwise, {tol.source}"
+    far = f"; {distance} ulp apart" if distance is not None else ""
+    result.differences.append(f"{where} differs (rule: {rule}): {_first_mismatch(expected, actual)}{far}")
 
 
 def _layout(snapshot: Snapshot) -> str:

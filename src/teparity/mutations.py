@@ -90,37 +90,52 @@ def _functional_impl() -> Any:
     return importlib.import_module(f"{info.module}_impl")
 
 
-def _patch_functional_update(after: Callable[[tuple[Any, ...]], None] | None) -> None:
-    """Wrap (or, with ``after=None``, drop) the functional executor's amax/scale update."""
+def _patch_functional_update(replacement: Callable[[Callable[..., Any], tuple[Any, ...]], Any]) -> None:
+    """Put ``replacement(real, args)`` in place of the functional executor's call of TE's Python
+    ``_amax_and_scale_update(amax_history, scale, fp8_max, recipe)`` (one call per recipe state)."""
     impl = _functional_impl()
     real = impl._amax_and_scale_update
-
-    def update(*args: Any, **kwargs: Any) -> Any:
-        if after is None:
-            return None
-        result = real(*args, **kwargs)
-        after(args)
-        return result
-
-    impl._amax_and_scale_update = update
+    impl._amax_and_scale_update = lambda *args: replacement(real, args)
 
 
-def _perturb_scale(args: tuple[Any, ...]) -> None:
-    args[1].mul_(PERTURBATION)  # _amax_and_scale_update(amax_history, scale, fp8_max, recipe)
+def _dropped(real: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    del real, args
+
+
+def _twice(real: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    real(*args)
+    real(*args)
+
+
+def _perturbed(real: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    real(*args)
+    args[1].mul_(PERTURBATION)  # args: (amax_history, scale, fp8_max, recipe)
 
 
 def _perturb_legacy_scale() -> None:
-    """After each TELinear forward, nudge its forward scales: thunder-side state only."""
-    module = _legacy_module()
-    telinear = module.TELinear
-    real_forward = telinear.forward
+    """After each backward sync, nudge the forward scales of thunder's TE modules: the state the next
+    forward uses, and the one the snapshot at the end of the step reads (TE's forward update at the
+    autocast exit would overwrite a nudge made during the forward)."""
+    import weakref
 
-    def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
-        result = real_forward(self, *args, **kwargs)
-        self.fp8_meta["scaling_fwd"].scale.mul_(PERTURBATION)
+    module = _legacy_module()
+    modules: weakref.WeakSet[Any] = weakref.WeakSet()
+    real_init = module.TELinear.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        modules.add(self)
+
+    module.TELinear.__init__ = init
+    manager = module.FP8GlobalStateManager
+
+    def reduce_and_update(*args: Any, **kwargs: Any) -> Any:
+        result = manager.reduce_and_update_fp8_tensors(*args, **kwargs)
+        for te_module in modules:
+            te_module.fp8_meta["scaling_fwd"].scale.mul_(PERTURBATION)
         return result
 
-    telinear.forward = forward
+    _override(module, "FP8GlobalStateManager", "reduce_and_update_fp8_tensors", reduce_and_update)
 
 
 def _decline_every_linear() -> None:
@@ -159,28 +174,18 @@ def _first_module_token_kept() -> None:
     _override(_legacy_module(), "FP8GlobalStateManager", "is_first_fp8_module", lambda: False)
 
 
-def _drop_autocast_wrapper() -> None:
-    """The legacy forward program loses its ``@fp8_autocast(fp8_recipe=...)`` decorator line."""
+def _patch_autocast_wrapper(wrapper: Callable[[Any], str]) -> None:
+    """Replace the decorator line that thunder's trace printer puts on the legacy forward program."""
     module = _legacy_module()
     if not hasattr(module, "_get_te_wrapper_string"):
         raise LookupError("cannot inject: this thunder's legacy executor has no _get_te_wrapper_string")
-    module._get_te_wrapper_string = lambda: "# teparity mutant: fp8_autocast wrapper dropped"
+    module._get_te_wrapper_string = lambda: wrapper(module)
 
 
-def _duplicate_amax_updates() -> None:
-    """Every functional amax/scale update is emitted twice: histories roll twice per linear and pass."""
-    impl = _functional_impl()
-    real = impl._te_fp8_amax_and_scale_update
-
-    def twice(recipe: Any, *, states: tuple[Any, ...], tokens: tuple[Any, ...]) -> Any:
-        return real(recipe, states=states, tokens=real(recipe, states=states, tokens=tokens))
-
-    impl._te_fp8_amax_and_scale_update = twice
-
-
-def _recompute_forward_in_backward() -> None:
-    """The functional grad transform recomputes the forward TE linear in the backward (to get the
-    quantized input and weight) instead of saving them: thunder 0.2.5+'s transform, one line changed."""
+def _functional_grad_transform(*, recompute_forward: bool = False, backward_update: bool = True) -> None:
+    """Replace the functional executor's grad transform of linear with thunder 0.2.5+'s, changed:
+    ``recompute_forward`` recomputes the forward TE linear in the backward (for the quantized input and
+    weight) instead of saving them; ``backward_update=False`` leaves out the backward amax/scale update."""
     impl = _functional_impl()
     needed = ("_get_te_fp8_recipe", "_get_te_fp8_state", "_get_te_fp8_quantizers", "_te_linear_fwd", "_te_linear_bwd",
               "_te_fp8_amax_and_scale_update", "get_grad", "put_grad", "ltorch", "linear_prim", "transformer_engine_ex")
@@ -191,16 +196,20 @@ def _recompute_forward_in_backward() -> None:
         recipe = impl._get_te_fp8_recipe()
         forward_state = impl._get_te_fp8_state(recipe, "forward", 2)
         input_quantizer, weight_quantizer = impl._get_te_fp8_quantizers(forward_state, 2)
-        primal, _, _ = impl._te_linear_fwd(a, w, bias, input_quantizer, weight_quantizer)
-        (primal,) = impl._te_fp8_amax_and_scale_update(recipe, states=(forward_state,), tokens=(primal,))
+        primal, quantized_a, quantized_w = impl._te_linear_fwd(a, w, bias, input_quantizer, weight_quantizer)
+        primal, quantized_a, quantized_w = impl._te_fp8_amax_and_scale_update(
+            recipe, states=(forward_state,), tokens=(primal, quantized_a, quantized_w)
+        )
         grad_out = impl.get_grad(primal)
-        _, quantized_a, quantized_w = impl._te_linear_fwd(a, w, bias, input_quantizer, weight_quantizer)
+        if recompute_forward:  # on a clone of the input: common-subexpression elimination keeps it
+            _, quantized_a, quantized_w = impl._te_linear_fwd(impl.ltorch.clone(a), w, bias, input_quantizer, weight_quantizer)
         backward_state = impl._get_te_fp8_state(recipe, "backward", 1)
         (grad_output_quantizer,) = impl._get_te_fp8_quantizers(backward_state, 1)
         grad_a, grad_w = impl._te_linear_bwd(
             grad_out, quantized_a, quantized_w, input_quantizer, weight_quantizer, grad_output_quantizer
         )
-        grad_a, grad_w = impl._te_fp8_amax_and_scale_update(recipe, states=(backward_state,), tokens=(grad_a, grad_w))
+        if backward_update:
+            grad_a, grad_w = impl._te_fp8_amax_and_scale_update(recipe, states=(backward_state,), tokens=(grad_a, grad_w))
         impl.put_grad(a, grad_a)
         impl.put_grad(w, grad_w)
         if bias is not None:
@@ -234,7 +243,7 @@ CATALOG: dict[str, Mutation] = {
         ),
         Mutation(
             "legacy-scale-perturbed",
-            f"the legacy executor's forward scales off by a factor {PERTURBATION} after every step",
+            f"the legacy executor's forward scales off by a factor {PERTURBATION} after every backward sync",
             "legacy-te",
             _perturb_legacy_scale,
         ),
@@ -242,13 +251,13 @@ CATALOG: dict[str, Mutation] = {
             "functional-scale-perturbed",
             f"the functional executor's scale update off by a factor {PERTURBATION}",
             "functional-te",
-            lambda: _patch_functional_update(_perturb_scale),
+            lambda: _patch_functional_update(_perturbed),
         ),
         Mutation(
             "functional-amax-update-dropped",
             "the functional executor's per-linear amax/scale update does nothing",
             "functional-te",
-            lambda: _patch_functional_update(None),
+            lambda: _patch_functional_update(_dropped),
         ),
         Mutation(
             "functional-no-cross-rank-reduction",
@@ -264,23 +273,35 @@ CATALOG: dict[str, Mutation] = {
         ),
         Mutation(
             "autocast-wrapper-dropped",
-            "the legacy forward program no longer wrapped in fp8_autocast(fp8_recipe=...): TE runs it "
-            "unquantized and keeps no FP8 state",
+            "the legacy forward program no longer wrapped in fp8_autocast: TE's modules run outside FP8",
             "legacy-te",
-            _drop_autocast_wrapper,
+            lambda: _patch_autocast_wrapper(lambda module: "# teparity mutant: fp8_autocast wrapper dropped"),
+        ),
+        Mutation(
+            "autocast-recipe-dropped",
+            "the legacy forward wrapped in fp8_autocast() without the recipe the user passed: TE's default "
+            "recipe runs (numerically invisible when the user's recipe is the default)",
+            "legacy-te",
+            lambda: _patch_autocast_wrapper(lambda module: module.TE_CTX_STR.replace(f"fp8_recipe={module.FP8_RECIPE_KEY}", "")),
         ),
         Mutation(
             "forward-linear-recomputed",
             "the functional backward recomputes each forward TE linear instead of using the saved "
             "quantized tensors: a second GEMM per linear, and its quantization writes the amaxes again",
             "functional-te",
-            _recompute_forward_in_backward,
+            lambda: _functional_grad_transform(recompute_forward=True),
+        ),
+        Mutation(
+            "functional-backward-update-missing",
+            "the functional grad transform without the backward amax/scale update: grad_output scales never move",
+            "functional-te",
+            lambda: _functional_grad_transform(backward_update=False),
         ),
         Mutation(
             "amax-updates-duplicated",
-            "every functional amax/scale update emitted twice: histories roll twice per step",
+            "every functional amax/scale update applied twice: histories roll twice per step",
             "functional-te",
-            _duplicate_amax_updates,
+            lambda: _patch_functional_update(_twice),
         ),
         Mutation(
             "checker-declines",

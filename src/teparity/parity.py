@@ -140,28 +140,32 @@ def run_side(rank: int, world_size: int, spec: SideSpec) -> list[CaseRun]:
     group = _fp8_group(spec, rank, world_size)
     runs = []
     for case in spec.cases:
+        run = CaseRun(case=case, steps=[], linear_names=[])
         try:
-            runs.append(_run_case(spec, case, rank, group))
+            _run_case(spec, run, rank, group)
         except Exception as error:
             if world_size > 1:  # a rank that goes on alone would meet its peers in the wrong collective
                 if hasattr(error, "add_note"):  # Python 3.11+: the traceback then names the case
                     error.add_note(f"teparity: {spec.side} side, case {case.label()}")
                 raise
-            runs.append(CaseRun(case=case, steps=[], linear_names=[], error=traceback.format_exc()))
+            run.error = traceback.format_exc()  # the traces recorded so far stay: TE claims are judged first
+        runs.append(run)
     return runs
 
 
-def _run_case(spec: SideSpec, case: Case, rank: int, group: Any) -> CaseRun:
+def _run_case(spec: SideSpec, run: CaseRun, rank: int, group: Any) -> None:
+    """Fill ``run`` step by step; the thunder side's traces as soon as the first backward has run."""
     import torch
 
     from teparity.models import linear_names, plain_mlp, te_twin
 
+    case = run.case
     device = _device(rank)
     recipe = recipes.build(spec.recipe_id)
     plain = plain_mlp(
         case.sizes, seed=case.seed, device=device, dtype=_dtype(case.dtype), bias=case.bias, activation=case.activation
     )
-    names = linear_names(plain)
+    names = run.linear_names = linear_names(plain)
     info = find_te_executors()[spec.executor]
     if spec.side == "eager":
         model: Any = te_twin(plain)
@@ -181,7 +185,7 @@ def _run_case(spec: SideSpec, case: Case, rank: int, group: Any) -> CaseRun:
         no_sync = _thunder_no_sync if spec.ddp else contextlib.nullcontext
 
     optimizer = torch.optim.SGD(list(parameters.values()), lr=spec.lr)
-    steps: list[StepRecord] = []
+    steps = run.steps
     with record_fp8_syncs(None) as syncs:
         for step in range(spec.steps):
             before = syncs.backward_calls()
@@ -196,22 +200,26 @@ def _run_case(spec: SideSpec, case: Case, rank: int, group: Any) -> CaseRun:
                 outputs.append(y.detach().float().cpu())
                 input_grads.append(x.grad.detach().float().cpu())
             torch.cuda.synchronize()
+            if spec.side == "thunder":
+                _record_traces(run, model, rank, spec.executor, recipe)
             grads = {n: p.grad.detach().float().cpu().clone() for n, p in parameters.items() if p.grad is not None}
             state = _snapshot(spec, model, names)
             steps.append(StepRecord(outputs, input_grads, grads, state, syncs.backward_calls() - before))
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
-    run = CaseRun(case=case, steps=steps, linear_names=names, sync_mode=syncs.mode)
-    if spec.side == "thunder":
-        import thunder
+    run.sync_mode = syncs.mode
 
-        forward, backward = thunder.last_traces(model)[-1], thunder.last_backward_traces(model)[-1]
-        run.forward = summarize(forward, f"rank {rank} forward trace")
-        run.backward = summarize(backward, f"rank {rank} backward trace")
-        run.cache_entries = thunder.cache_misses(model)
-        if spec.executor == "legacy":
-            run.legacy_autocast = _legacy_autocast_facts(forward, recipe)
-    return run
+
+def _record_traces(run: CaseRun, model: Any, rank: int, executor: str, recipe: Any) -> None:
+    """The last forward and backward execution traces, the compiled cache entries, the legacy autocast facts."""
+    import thunder
+
+    forward, backward = thunder.last_traces(model)[-1], thunder.last_backward_traces(model)[-1]
+    run.forward = summarize(forward, f"rank {rank} forward trace")
+    run.backward = summarize(backward, f"rank {rank} backward trace")
+    run.cache_entries = thunder.cache_misses(model)
+    if executor == "legacy":
+        run.legacy_autocast = _legacy_autocast_facts(forward, recipe)
 
 
 def _jit(plain: Any, options: dict[str, Any]) -> Any:

@@ -76,16 +76,25 @@ def test_an_all_zero_reference_is_not_a_pass() -> None:
     assert any("all zeros" in d for d in result.differences)
 
 
-@pytest.mark.parametrize("ulps", [1, 3])
-def test_bitwise_state_rule_catches_one_ulp_and_the_functional_rule_allows_a_few(ulps: int) -> None:
-    nudged = _state(scale=448.0 * (1 + ulps * F32_EPS))
+def _ulps_up(value: float, ulps: int) -> float:
+    moved = torch.tensor(value, dtype=torch.float32)
+    for _ in range(ulps):
+        moved = torch.nextafter(moved, torch.tensor(float("inf")))
+    return moved.item()
+
+
+@pytest.mark.parametrize("scale", [256.0, 448.0, 511.9])
+def test_bitwise_state_rule_catches_one_ulp_and_the_functional_rule_allows_exactly_its_bound(scale: float) -> None:
+    bound = tolerances.FUNCTIONAL_SCALE_ULPS
     exact, legacy_scale = tolerances.state_rules("legacy", None)
     _, functional_scale = tolerances.state_rules("functional", None)
-    strict, loose = Comparison(), Comparison()
-    compare_state(_state(), nudged, exact, legacy_scale, where="w", result=strict)
-    compare_state(_state(), nudged, exact, functional_scale, where="w", result=loose)
+    strict, within, beyond = Comparison(), Comparison(), Comparison()
+    compare_state(_state(scale), _state(_ulps_up(scale, 1)), exact, legacy_scale, where="w", result=strict)
+    compare_state(_state(scale), _state(_ulps_up(scale, bound)), exact, functional_scale, where="w", result=within)
+    compare_state(_state(scale), _state(_ulps_up(scale, bound + 1)), exact, functional_scale, where="w", result=beyond)
     assert len(strict.differences) == 3 and "differs (rule: bitwise" in strict.differences[0]
-    assert loose.differences == []
+    assert within.differences == []
+    assert len(beyond.differences) == 3 and f"{bound + 1} ulp apart" in beyond.differences[0]
 
 
 def test_a_perturbed_scale_fails_even_the_loosest_state_rule() -> None:

@@ -23,16 +23,19 @@ TRACES = "tests/trace/test_te_trace_invariants.py::test_te_trace_invariants"
 #: ones that pass on a clean run of thunder 0.2.6 with TE 2.9 (the functional executor's multi-step
 #: numerics do not: docs/results/), so that each kill means the mutation, not a failure already there.
 KILLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "legacy-scale-perturbed": ((f"{NUMERICS}[legacy-delayed]", f"{FIRST_STEP}[legacy]"), (" scale differs (rule: bitwise",)),
+    "legacy-scale-perturbed": ((f"{NUMERICS}[legacy-delayed]", f"{FIRST_STEP}[legacy]"), (" scale differs (rule:",)),
     "sync-missing": ((f"{NUMERICS}[legacy-delayed]",), ("found 0 (none)",)),
     "sync-after-return": ((f"{FIRST_STEP}[legacy]",), ("comes after the return",)),
     "first-module-token-kept": ((f"{FIRST_STEP}[legacy]",), ("backward syncs per step", "amax_history differs")),
-    "autocast-wrapper-dropped": ((f"{TRACES}[legacy]",), ("forward-in-fp8-autocast",)),
-    "functional-scale-perturbed": ((f"{FIRST_STEP}[functional]",), (" scale: Scalars are not close", " scale: Tensor-likes are not close")),
+    # Without the wrapper TE's modules take their non-FP8 path, which returns fewer tensors: it raises.
+    "autocast-wrapper-dropped": ((f"{TRACES}[legacy]",), ("the thunder run raised",)),
+    "autocast-recipe-dropped": ((f"{TRACES}[legacy]",), ("forward-in-fp8-autocast",)),
+    "functional-scale-perturbed": ((f"{FIRST_STEP}[functional]",), (" scale differs (rule: 1 ulp",)),
     "functional-amax-update-dropped": ((f"{FIRST_STEP}[functional]",), ("amax_history differs",)),
     "functional-no-cross-rank-reduction": ((f"{FIRST_STEP}[functional]",), ("vs rank 0",)),
+    "functional-backward-update-missing": ((f"{TRACES}[functional]", f"{FIRST_STEP}[functional]"), ("te_fp8_amax_and_scale_update for",)),
     "forward-linear-recomputed": ((f"{TRACES}[functional]",), ("forward TE linears recomputed at",)),
-    "amax-updates-duplicated": ((f"{TRACES}[functional]", f"{FIRST_STEP}[functional]"), ("te_fp8_amax_and_scale_update for",)),
+    "amax-updates-duplicated": ((f"{FIRST_STEP}[functional]",), ("amax_history differs",)),
     "checker-declines": ((f"{TRACES}[legacy]", f"{TRACES}[functional]"), ("silent fallback",)),
 }
 KILLING_TESTS = sorted({t for killing, _ in KILLS.values() for t in killing})
@@ -71,5 +74,8 @@ def test_a_rank_without_the_backward_sync_fails_fast_with_every_stack(tmp_path: 
     assert elapsed < deadline + STACK_DUMP_WAIT_S + 60, f"took {elapsed:.0f} s"
     by_rank = {f.rank: f for f in failed.value.failures}
     assert sorted(by_rank) == [0, 1], str(failed.value)
-    assert all(f.detail.strip() and "File " in f.detail for f in by_rank.values()), str(failed.value)
-    assert "reduce_and_update_fp8_tensors" in by_rank[0].detail or "te_sync_fp8_meta_bwd" in by_rank[0].detail, str(failed.value)
+    # Every stack is inside the run. Under gloo the collective blocks where it is issued, so the peers'
+    # stacks name the sync; NCCL's is asynchronous and the host blocks at its next synchronisation.
+    assert all("run_side" in f.detail for f in by_rank.values()), str(failed.value)
+    if backend == "gloo":
+        assert "reduce_and_update_fp8_tensors" in by_rank[0].detail or "te_sync_fp8_meta_bwd" in by_rank[0].detail, str(failed.value)

@@ -31,11 +31,13 @@ pytestmark = [
 #: Entries that need TE on an FP8 GPU; test_gpu_kills.py holds their kill expectations.
 GPU_ONLY = {
     "amax-updates-duplicated",
+    "autocast-recipe-dropped",
     "autocast-wrapper-dropped",
     "checker-declines",
     "forward-linear-recomputed",
     "first-module-token-kept",
     "functional-amax-update-dropped",
+    "functional-backward-update-missing",
     "functional-no-cross-rank-reduction",
     "functional-scale-perturbed",
     "legacy-scale-perturbed",

@@ -31,7 +31,7 @@ def test_te_trace_invariants(executor: str, teparity_env: Any, rank_runner: Any,
     thunder = rank_runner(run_side, spec, world_size=1)
     ctx = context(teparity_env, spec, 1, "none")
     run = thunder[0][0]
-    assert run.error is None, f"the thunder run raised; {ctx}\n{run.error}"
     assert_te_claimed(thunder, spec, ctx)
+    assert run.error is None, f"the thunder run raised; {ctx}\n{run.error}"
     assert_no_violations(trace_violations(thunder, spec), ctx)
     evidence(f"{len(run.linear_names)} linears: forward {len(run.forward.rows)} symbols, backward {len(run.backward.rows)}")
