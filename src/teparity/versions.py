@@ -118,6 +118,9 @@ class ExecutorInfo:
     has_backward_sync: bool = False
     #: Why this thunder has no such executor at all (None when the module was found).
     missing_reason: str | None = None
+    #: Legacy only: TE is installed but the module's own TE imports failed (its ``TE_AVAILABLE`` is
+    #: False), so its checker declines every linear: a silent fallback the TE-claims checks report.
+    te_imports_failed: bool = False
 
     @property
     def found(self) -> bool:
@@ -129,7 +132,8 @@ class ExecutorInfo:
         where = f"{self.module}.{self.attribute}"
         state = "" if self.executor_present else " [executor is None: TE not importable]"
         sync = f", {BACKWARD_SYNC_SYMBOL}" if self.has_backward_sync else ""
-        return f"{self.kind}: {where}{sync}{state}"
+        failed = " [TE_AVAILABLE is False: the module's TransformerEngine imports failed]" if self.te_imports_failed else ""
+        return f"{self.kind}: {where}{sync}{state}{failed}"
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -160,6 +164,9 @@ def find_te_executors() -> dict[ExecutorKind, ExecutorInfo]:
                 has_backward_sync=kind == "legacy"
                 and hasattr(module, BACKWARD_SYNC_SYMBOL)
                 and hasattr(module, SYNC_INSERTION_HELPER),
+                te_imports_failed=kind == "legacy"
+                and getattr(module, "TE_AVAILABLE", True) is False
+                and installed_version("transformer_engine") is not None,
             )
             break
         else:
