@@ -71,7 +71,7 @@ def kill_matrix_command(paths: list[str], workdir: Path | None, pytest_args: str
 
     workdir = workdir or Path(tempfile.mkdtemp(prefix="teparity-kills-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    table, ok = kill_matrix(paths, workdir, shlex.split(pytest_args), jobs)
+    table, ok = kill_matrix(paths, workdir, shlex.split(pytest_args), jobs, progress=lambda line: print(line, file=sys.stderr, flush=True))
     print(table)
     print(f"reports: {workdir}")
     return 0 if ok else 1

@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from teparity.mutations import CATALOG
@@ -48,22 +49,29 @@ def run_gate(paths: list[str], workdir: Path, mutation: str | None = None, pytes
     return GateRun(mutation, completed.returncode, completed.stdout + completed.stderr, report)
 
 
-def kill_matrix(paths: list[str], workdir: Path, pytest_args: list[str] = (), jobs: int = 1) -> tuple[str, bool]:
+def kill_matrix(
+    paths: list[str], workdir: Path, pytest_args: list[str] = (), jobs: int = 1, progress: Callable[[str], None] = print
+) -> tuple[str, bool]:
     """Run the matrix (the clean run first, then up to ``jobs`` mutants at a time); return its table
-    and whether it passed."""
+    and whether it passed. ``progress`` hears of each run as it ends (a cut-off run keeps those lines)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from teparity.envprobe import environment
 
     env = environment()
-    clean = run_gate(paths, workdir, None, pytest_args)
+    def gate(name: str | None) -> GateRun:
+        run = run_gate(paths, workdir, name, pytest_args)
+        progress(f"{name or '(clean run)'}: exit {run.returncode}, failed checks: {', '.join(run.failed_checks()) or 'none'}")
+        return run
+
+    clean = gate(None)
     ok = clean.returncode == 0 and bool(clean.passed_tests())
     verdict = "pass" if ok else f"FAIL (exit {clean.returncode}, {len(clean.passed_tests())} tests passed)"
     rows = [("(clean run)", verdict, ", ".join(clean.failed_checks()))]
     reasons = {name: mutation.unavailable_reason(env) for name, mutation in sorted(CATALOG.items())}
     applicable = [name for name, reason in reasons.items() if reason is None]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        runs = dict(zip(applicable, pool.map(lambda name: run_gate(paths, workdir, name, pytest_args), applicable)))
+        runs = dict(zip(applicable, pool.map(gate, applicable)))
     for name, reason in reasons.items():
         if reason is not None:
             rows.append((name, "n/a", reason))
