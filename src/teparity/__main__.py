@@ -34,13 +34,18 @@ def doctor() -> int:
 
 
 def matrix(paths: list[Path], output: Path | None) -> int:
-    reports = [(path.parent.name or str(path), ParityReport.from_json(json.loads(path.read_text()))) for path in paths]
+    reports = [(_source(path), ParityReport.from_json(json.loads(path.read_text()))) for path in paths]
     table = compatibility_matrix(reports) + "\n"
     if output is None:
         sys.stdout.write(table)
     else:
         output.write_text(table)
     return 0
+
+
+def _source(path: Path) -> str:
+    """The run a report came from: its folder, and its file name where a folder holds several."""
+    return path.parent.name if path.stem == "parity-report" else f"{path.parent.name}/{path.stem}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -139,7 +139,7 @@ def _cell(cell: Cell) -> str:
 def compatibility_matrix(reports: list[tuple[str, ParityReport]]) -> str:
     """Markdown: rows (thunder, TE, executor), columns the checks, cells pass / FAIL (what) / skip (why)."""
     checks = sorted({check for _, report in reports for check in report.checks()})
-    header = ["thunder", "torch", "TE", "executor", "source", *checks]
+    header = ["thunder", "torch", "TE", "executor", "ranks", "source", *checks]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for source, report in reports:
         versions = report.environment.get("versions", {})
@@ -149,6 +149,7 @@ def compatibility_matrix(reports: list[tuple[str, ParityReport]]) -> str:
                 versions.get("torch") or "-",
                 versions.get("transformer_engine") or "-",
                 executor,
+                f"{report.environment.get('world_size', '?')} {report.environment.get('backend', '?')}",
                 source,
             ]
             row += [_cell(c) if (c := report.cells.get((check, executor))) else "" for check in checks]

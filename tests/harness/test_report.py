@@ -87,7 +87,9 @@ def test_an_expected_failure_is_shown_as_xfail_with_its_reason(pytester: pytest.
 
 
 def _report(thunder: str, te: str | None, cells: list[tuple[str, str, TestOutcome]]) -> ParityReport:
-    report = ParityReport(environment={"versions": {"thunder": thunder, "torch": "2.11.0", "transformer_engine": te}})
+    report = ParityReport(environment={
+        "versions": {"thunder": thunder, "torch": "2.11.0", "transformer_engine": te}, "world_size": 2, "backend": "gloo",
+    })
     for check, executor, outcome in cells:
         report.record(check, executor, outcome)
     return report
@@ -105,14 +107,17 @@ def test_the_compatibility_matrix_has_a_row_per_environment_and_executor(tmp_pat
     paths = []
     for name, report in (("cpu", cpu), ("gpu", gpu)):
         (tmp_path / name).mkdir()
-        report.write(tmp_path / name / "report.json")
-        paths.append(str(tmp_path / name / "report.json"))
+        report.write(tmp_path / name / "parity-report.json")
+        paths.append(str(tmp_path / name / "parity-report.json"))
+    gpu.write(tmp_path / "gpu" / "gate.json")  # several reports in one folder: named by file too
+    paths.append(str(tmp_path / "gpu" / "gate.json"))
     assert main(["matrix", *paths, "-o", str(tmp_path / "m.md")]) == 0
     lines = (tmp_path / "m.md").read_text().splitlines()
-    assert lines[0] == "| thunder | torch | TE | executor | source | numerics | sync |"
-    assert "| 0.2.6 | 2.11.0 | - | legacy | cpu |  | pass |" in lines
-    assert "| 0.2.6 | 2.11.0 | 2.9.0 | functional | gpu | FAIL (3 difference(s), first: scale \\| off) |  |" in lines
-    assert "| 0.2.6 | 2.11.0 | 2.9.0 | legacy | gpu | skip (no TE) | pass |" in lines
+    assert lines[0] == "| thunder | torch | TE | executor | ranks | source | numerics | sync |"
+    assert "| 0.2.6 | 2.11.0 | - | legacy | 2 gloo | cpu |  | pass |" in lines
+    assert "| 0.2.6 | 2.11.0 | 2.9.0 | functional | 2 gloo | gpu | FAIL (3 difference(s), first: scale \\| off) |  |" in lines
+    assert "| 0.2.6 | 2.11.0 | 2.9.0 | legacy | 2 gloo | gpu | skip (no TE) | pass |" in lines
+    assert "| 0.2.6 | 2.11.0 | 2.9.0 | legacy | 2 gloo | gpu/gate | skip (no TE) | pass |" in lines
 
 
 def test_doctor_says_what_runs_here() -> None:
