@@ -125,12 +125,20 @@ def _markdown(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+def _headline(evidence: str) -> str:
+    """The part of a failure that says what differs: no exception class, no "N difference(s), first:"."""
+    import re
+
+    evidence = re.sub(r"^[\w.]*(Error|Failed): ", "", evidence)
+    return re.sub(r"^\d+ [\w ]*?\(s\), first: ", "", evidence)
+
+
 def _cell(cell: Cell) -> str:
     outcome = cell.outcome
     if outcome == "pass":
         return "pass"
     first = next(t for t in cell.tests if t.outcome == outcome)
-    detail = _markdown(first.evidence)
+    detail = _markdown(_headline(first.evidence))
     if len(detail) > MATRIX_CELL_CHARS:
         detail = detail[: MATRIX_CELL_CHARS - 3] + "..."
     return f"{outcome} ({detail})"

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.metadata
+import warnings
 from typing import Any, Literal
 
 from packaging.version import InvalidVersion, Version
@@ -118,9 +119,9 @@ class ExecutorInfo:
     has_backward_sync: bool = False
     #: Why this thunder has no such executor at all (None when the module was found).
     missing_reason: str | None = None
-    #: Legacy only: TE is installed but the module's own TE imports failed (its ``TE_AVAILABLE`` is
-    #: False), so its checker declines every linear: a silent fallback the TE-claims checks report.
-    te_imports_failed: bool = False
+    #: Legacy only, TE installed: why the module's own TE imports failed (its ``TE_AVAILABLE`` is False,
+    #: so its checker declines every linear: a silent fallback the TE-claims checks report), or None.
+    te_imports_failed: str | None = None
 
     @property
     def found(self) -> bool:
@@ -132,7 +133,7 @@ class ExecutorInfo:
         where = f"{self.module}.{self.attribute}"
         state = "" if self.executor_present else " [executor is None: TE not importable]"
         sync = f", {BACKWARD_SYNC_SYMBOL}" if self.has_backward_sync else ""
-        failed = " [TE_AVAILABLE is False: the module's TransformerEngine imports failed]" if self.te_imports_failed else ""
+        failed = f" [TE_AVAILABLE is False: {self.te_imports_failed}]" if self.te_imports_failed else ""
         return f"{self.kind}: {where}{sync}{state}{failed}"
 
     def as_dict(self) -> dict[str, Any]:
@@ -152,7 +153,9 @@ def find_te_executors() -> dict[ExecutorKind, ExecutorInfo]:
     found: dict[ExecutorKind, ExecutorInfo] = {}
     for kind, candidates in (("legacy", _LEGACY_CANDIDATES), ("functional", _FUNCTIONAL_CANDIDATES)):
         for module_name, attribute, marker in candidates:
-            module = _import_optional(module_name)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                module = _import_optional(module_name)
             if module is None or not hasattr(module, marker):
                 continue
             found[kind] = ExecutorInfo(
@@ -164,9 +167,7 @@ def find_te_executors() -> dict[ExecutorKind, ExecutorInfo]:
                 has_backward_sync=kind == "legacy"
                 and hasattr(module, BACKWARD_SYNC_SYMBOL)
                 and hasattr(module, SYNC_INSERTION_HELPER),
-                te_imports_failed=kind == "legacy"
-                and getattr(module, "TE_AVAILABLE", True) is False
-                and installed_version("transformer_engine") is not None,
+                te_imports_failed=_te_imports_failed(module, caught) if kind == "legacy" else None,
             )
             break
         else:
@@ -174,6 +175,14 @@ def find_te_executors() -> dict[ExecutorKind, ExecutorInfo]:
                 kind=kind, missing_reason=f"lightning-thunder {thunder_version} has none: {_WHY_ABSENT[kind]}"
             )
     return found
+
+
+def _te_imports_failed(module: Any, caught: list[warnings.WarningMessage]) -> str | None:
+    """The legacy module's own account of a failed TE import (it warns and sets TE_AVAILABLE = False)."""
+    if getattr(module, "TE_AVAILABLE", True) is not False or installed_version("transformer_engine") is None:
+        return None
+    said = [str(w.message) for w in caught if "transformer_engine" in str(w.message) and "import" in str(w.message)]
+    return said[0] if said else "the module's TransformerEngine imports failed (imported before this probe: no warning seen)"
 
 
 def executor_module(info: ExecutorInfo) -> Any:

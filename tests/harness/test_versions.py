@@ -100,3 +100,22 @@ def test_executor_and_gpu_count_reasons() -> None:
 def test_environment_round_trips_through_json() -> None:
     env = _env(gpus=(H200, A100), te="2.12.0")
     assert Environment.from_json(env.to_json()) == env
+
+
+def test_a_legacy_module_whose_te_imports_failed_is_labelled_with_its_own_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TE installed but the executor's TE imports failed (TE 2.10+ under thunder 0.2.6): the label says why."""
+    import types
+    import warnings
+
+    from teparity import versions
+
+    module = types.SimpleNamespace(TE_AVAILABLE=False)
+    said = "transformer_engine failed to import with exception cannot import name 'CPUOffloadEnabled'"
+    caught = [warnings.WarningMessage(UserWarning(said), UserWarning, "f.py", 1)]
+    monkeypatch.setattr(versions, "installed_version", lambda name: "2.20.2")
+    assert versions._te_imports_failed(module, caught) == said
+    assert versions._te_imports_failed(types.SimpleNamespace(TE_AVAILABLE=True), caught) is None
+    info = ExecutorInfo("legacy", "m", "a", executor_present=True, te_imports_failed=said)
+    assert f"[TE_AVAILABLE is False: {said}]" in info.label()
+    monkeypatch.setattr(versions, "installed_version", lambda name: None)
+    assert versions._te_imports_failed(module, caught) is None  # no TE at all: an ordinary skip, elsewhere
