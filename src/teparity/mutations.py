@@ -23,7 +23,7 @@ from teparity.versions import (
 ENV_VAR = "TEPARITY_INJECT"
 
 
-Requirement = Literal["legacy-sync", "legacy-te", "functional-te", "te"]
+Requirement = Literal["legacy-sync", "legacy-te", "functional-te", "functional-fp8-group", "te"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +42,16 @@ class Mutation:
             return env.backward_sync_reason() or env.fp8_reason()
         if self.requires == "functional-te":
             return env.executor_reason("functional") or env.fp8_reason()
+        if self.requires == "functional-fp8-group":
+            if reason := env.executor_reason("functional") or env.fp8_reason():
+                return reason
+            if not env.executors["functional"].honors_fp8_group:
+                return (
+                    f"lightning-thunder {env.versions.thunder}'s functional executor already reduces over the "
+                    "default group (the strict xfail of ddp-fp8-group-per-rank): this regression needs a build "
+                    "that honours fp8_group"
+                )
+            return None
         return env.fp8_reason()
 
 
@@ -169,6 +179,12 @@ def _no_cross_rank_reduction() -> None:
     _override(_functional_impl(), "torch_dist", "all_reduce", lambda *args, **kwargs: None)
 
 
+def _fp8_group_ignored() -> None:
+    """The functional update's reduction asks TE for the fp8 group and gets None: the default group."""
+    impl = _functional_impl()
+    _override(impl, "FP8GlobalStateManager", "get_fp8_group", lambda: None)
+
+
 def _first_module_token_kept() -> None:
     """TELinear no longer consumes TE's first-module token, so TE's own backward sync fires as well."""
     _override(_legacy_module(), "FP8GlobalStateManager", "is_first_fp8_module", lambda: False)
@@ -264,6 +280,12 @@ CATALOG: dict[str, Mutation] = {
             "the functional amax update without its cross-rank all-reduce (before thunder PR #2404)",
             "functional-te",
             _no_cross_rank_reduction,
+        ),
+        Mutation(
+            "fp8-group-ignored",
+            "the functional amax reduction over the default group instead of fp8_autocast's fp8_group",
+            "functional-fp8-group",
+            _fp8_group_ignored,
         ),
         Mutation(
             "first-module-token-kept",

@@ -10,10 +10,11 @@ FP8 scaling state, where every tensor TE sees is bitwise equal on both sides (li
 histories are copies of measured maxima and must match exactly; the legacy executor runs TE's own
 modules and update, so its scales must be bitwise equal too; the functional executor updates scales
 with TE's Python ``_amax_and_scale_update`` (``(fp8_max / amax) / 2**margin`` in torch ops) instead of
-TE's fused CUDA kernel, so a scale may differ by an ulp. Measured: at most 1 ulp after the first step
+TE's fused CUDA kernel (and under ``torch.compile``), so a scale may differ by an ulp. Measured: at most 1 ulp after the first step
 (amax histories, outputs and gradients bitwise equal; 2 x H200, TE 2.9.0, thunder 0.2.6, ddp-first-step,
-docs/results/h200-x2-te2.9.0-thunder0.2.6/). Later steps cannot measure it: from the second step on the
-functional executor's outputs already differ (a finding of that report). With GELU between the linears, thunder computes GELU's backward
+docs/results/h200-x2-te2.9.0-thunder0.2.6/; the same on TE 2.12.0, 2.16.1, 2.20.2). Later steps cannot
+measure it: from the second step the functional executor's outputs already differ (a finding; docs/facts.md
+gives the likely cause, bf16 values on E4M3 rounding midpoints that a 1-ulp scale flips). With GELU between the linears, thunder computes GELU's backward
 with its own decomposition and eager TE with torch's kernel: the gradients entering the earlier
 linears differ by rounding, and so do their grad_output amaxes and scales (seen: 1 ulp, H200, TE
 2.9.0, docs/results/h200-x2-te2.9.0-dev-runs/); those are compared within a few ulp.

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.metadata
+import inspect
 import warnings
 from typing import Any, Literal
 
@@ -122,6 +123,9 @@ class ExecutorInfo:
     #: Legacy only, TE installed: why the module's own TE imports failed (its ``TE_AVAILABLE`` is False,
     #: so its checker declines every linear: a silent fallback the TE-claims checks report), or None.
     te_imports_failed: str | None = None
+    #: Whether the executor reduces amaxes within ``fp8_autocast(fp8_group=...)`` (read in its source:
+    #: legacy, its autocast wrapper passes a group; functional, its update asks TE for the group).
+    honors_fp8_group: bool = False
 
     @property
     def found(self) -> bool:
@@ -168,6 +172,7 @@ def find_te_executors() -> dict[ExecutorKind, ExecutorInfo]:
                 and hasattr(module, BACKWARD_SYNC_SYMBOL)
                 and hasattr(module, SYNC_INSERTION_HELPER),
                 te_imports_failed=_te_imports_failed(module, caught) if kind == "legacy" else None,
+                honors_fp8_group=_honors_fp8_group(kind, module_name, module),
             )
             break
         else:
@@ -175,6 +180,13 @@ def find_te_executors() -> dict[ExecutorKind, ExecutorInfo]:
                 kind=kind, missing_reason=f"lightning-thunder {thunder_version} has none: {_WHY_ABSENT[kind]}"
             )
     return found
+
+
+def _honors_fp8_group(kind: ExecutorKind, module_name: str, module: Any) -> bool:
+    if kind == "legacy":
+        return "fp8_group" in getattr(module, "TE_CTX_STR", "")
+    impl = _import_optional(f"{module_name}_impl")  # needs TE: absent without it
+    return impl is not None and "get_fp8_group" in inspect.getsource(impl)
 
 
 def _te_imports_failed(module: Any, caught: list[warnings.WarningMessage]) -> str | None:

@@ -23,8 +23,6 @@ from teparity.parity import Case, CaseRun, SideSpec, StepRecord
 from teparity.paritychecks import assert_parity, case_errors
 from teparity.traces import SymbolRow, TraceSummary, check_functional_updates, check_te_claims
 
-F32_EPS = torch.finfo(torch.float32).eps
-
 
 def _state(scale: float = 448.0, history: tuple[float, ...] = (0.0, 1.5, 2.0)) -> dict:
     role = {"amax_history": torch.tensor(history), "scale": torch.tensor(scale)}

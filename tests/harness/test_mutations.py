@@ -35,6 +35,7 @@ GPU_ONLY = {
     "autocast-wrapper-dropped",
     "checker-declines",
     "forward-linear-recomputed",
+    "fp8-group-ignored",
     "first-module-token-kept",
     "functional-amax-update-dropped",
     "functional-backward-update-missing",
@@ -79,3 +80,23 @@ def test_the_kill_matrix_command_runs_clean_and_every_applicable_mutant(tmp_path
         assert " killed " in rows[name] and "bwd-sync-placement[1proc]/legacy" in rows[name], rows[name]
     for name in GPU_ONLY:
         assert " n/a " in rows[name] or " killed " in rows[name], rows[name]
+
+
+@pytest.mark.parametrize("honours", [False, True])
+def test_the_fp8_group_mutant_applies_only_to_a_build_that_honours_the_group(honours: bool) -> None:
+    """No thunder build honours fp8_group yet; the entry must say so, and apply once one does."""
+    from teparity.versions import Environment, ExecutorInfo, GpuInfo, Versions
+
+    functional = ExecutorInfo("functional", "m", "a", executor_present=True, honors_fp8_group=honours)
+    env = Environment(
+        versions=Versions(torch="2.11.0", thunder="0.2.6", transformer_engine="2.9.0"),
+        gpus=(GpuInfo("NVIDIA H200", (9, 0)),),
+        executors={"legacy": ExecutorInfo("legacy", "m", "a", executor_present=True), "functional": functional},
+        te_import_error=None,
+        thunder_import_error=None,
+    )
+    reason = CATALOG["fp8-group-ignored"].unavailable_reason(env)
+    if honours:
+        assert reason is None
+    else:
+        assert reason is not None and "needs a build that honours fp8_group" in reason and "0.2.6" in reason
