@@ -22,7 +22,7 @@ class Comparison:
     #: Largest absolute difference seen per quantity ("output", "grad", "scale", ...).
     max_abs: dict[str, float] = dataclasses.field(default_factory=dict)
     compared: int = 0
-    #: Largest distance in float32 ulps per float32 quantity (the unit of the FP8-scale rules).
+    #: Largest distance in float32 ulps per FP8-state quantity (the unit of the FP8-state rules).
     max_ulps: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def note(self, quantity: str, expected: torch.Tensor, actual: torch.Tensor) -> None:
@@ -30,12 +30,10 @@ class Comparison:
         if expected.shape == actual.shape and expected.numel():
             diff = (expected.double() - actual.double()).abs().max().item()
             self.max_abs[quantity] = max(self.max_abs.get(quantity, 0.0), diff)
-            if quantity in ULP_REPORTED and expected.dtype == actual.dtype == torch.float32:
-                self.max_ulps[quantity] = max(self.max_ulps.get(quantity, 0), ulp_distance(expected, actual))
 
     def summary(self) -> str:
         stats = ", ".join(f"max|d| {q} {v:.3g}" for q, v in sorted(self.max_abs.items()))
-        ulps = ", ".join(f"max ulp {q} {v}" for q, v in sorted(self.max_ulps.items()) if q in ULP_REPORTED)
+        ulps = ", ".join(f"max ulp {q} {v}" for q, v in sorted(self.max_ulps.items()))
         return f"{self.compared} tensors compared; {stats or 'no statistics'}" + (f"; {ulps}" if ulps else "")
 
     def message(self, header: str) -> str:
@@ -45,10 +43,6 @@ class Comparison:
         first = self.differences[0] if self.differences else "none"
         listed = "\n  ".join(shown) + tail
         return f"{len(self.differences)} difference(s), first: {first}\n  {header}\n  {listed}\n  {self.summary()}"
-
-
-#: Quantities whose ulp distance the summary reports (the FP8 state, whose rules are in ulps).
-ULP_REPORTED = ("amax_history", "scale")
 
 
 def ulp_distance(expected: torch.Tensor, actual: torch.Tensor) -> int:
@@ -118,6 +112,8 @@ def _state_tensor(result: Comparison, where: str, quantity: str, expected: torch
     allowed = tol.ulps or 0
     floats = expected.dtype == actual.dtype == torch.float32
     distance = ulp_distance(expected, actual) if floats and expected.numel() else None
+    if distance is not None:
+        result.max_ulps[quantity] = max(result.max_ulps.get(quantity, 0), distance)
     if torch.equal(expected, actual) or (allowed and distance is not None and distance <= allowed):
         return
     rule = tol.source if allowed else f"bitwise, {tol.source}"

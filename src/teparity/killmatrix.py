@@ -11,8 +11,8 @@ import dataclasses
 import json
 import subprocess
 import sys
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from teparity.mutations import CATALOG
@@ -28,11 +28,12 @@ class GateRun:
     def failed_checks(self) -> list[str]:
         return [f"{r['check']}/{r['executor']}" for r in self.report.get("results", []) if r["outcome"] == "FAIL"]
 
-    def passed_tests(self) -> set[str]:
-        return {t["nodeid"] for r in self.report.get("results", []) for t in r["tests"] if t["outcome"] == "pass"}
+    def tests_that(self, outcome: str) -> set[str]:
+        """Node ids of the reported tests with this outcome ("pass", "FAIL", ...)."""
+        return {t["nodeid"] for r in self.report.get("results", []) for t in r["tests"] if t["outcome"] == outcome}
 
     def failed_tests(self) -> set[str]:
-        return {t["nodeid"] for r in self.report.get("results", []) for t in r["tests"] if t["outcome"] == "FAIL"}
+        return self.tests_that("FAIL")
 
 
 def run_gate(paths: list[str], workdir: Path, mutation: str | None = None, pytest_args: list[str] = ()) -> GateRun:
@@ -59,14 +60,16 @@ def kill_matrix(
     from teparity.envprobe import environment
 
     env = environment()
+
     def gate(name: str | None) -> GateRun:
         run = run_gate(paths, workdir, name, pytest_args)
         progress(f"{name or '(clean run)'}: exit {run.returncode}, failed checks: {', '.join(run.failed_checks()) or 'none'}")
         return run
 
     clean = gate(None)
-    ok = clean.returncode == 0 and bool(clean.passed_tests())
-    verdict = "pass" if ok else f"FAIL (exit {clean.returncode}, {len(clean.passed_tests())} tests passed)"
+    passed = clean.tests_that("pass")
+    ok = clean.returncode == 0 and bool(passed)
+    verdict = "pass" if ok else f"FAIL (exit {clean.returncode}, {len(passed)} tests passed)"
     rows = [("(clean run)", verdict, ", ".join(clean.failed_checks()))]
     reasons = {name: mutation.unavailable_reason(env) for name, mutation in sorted(CATALOG.items())}
     applicable = [name for name, reason in reasons.items() if reason is None]

@@ -18,6 +18,7 @@ from teparity.versions import (
     Environment,
     executor_module,
     find_te_executors,
+    implementation_module,
 )
 
 ENV_VAR = "TEPARITY_INJECT"
@@ -92,12 +93,10 @@ PERTURBATION = 1 + 2**-10
 def _functional_impl() -> Any:
     """The functional executor's implementation module (``<executor module>_impl``), where the
     per-linear update calls TE's Python ``_amax_and_scale_update`` and ``torch_dist``."""
-    import importlib
-
     info = find_te_executors()["functional"]
-    if not info.executor_present:
+    if not info.executor_present or (impl := implementation_module(info.module)) is None:
         raise LookupError(f"cannot inject: no usable functional TE executor ({info.label()})")
-    return importlib.import_module(f"{info.module}_impl")
+    return impl
 
 
 def _patch_functional_update(replacement: Callable[[Callable[..., Any], tuple[Any, ...]], Any]) -> None:

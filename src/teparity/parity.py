@@ -21,6 +21,7 @@ from teparity import fp8state, recipes
 from teparity.syncspy import record_fp8_syncs
 from teparity.traces import TraceSummary, summarize
 from teparity.versions import (
+    ExecutorInfo,
     ExecutorKind,
     executor_module,
     find_te_executors,
@@ -165,7 +166,7 @@ def _run_case(spec: SideSpec, run: CaseRun, rank: int, group: Any) -> None:
     plain = plain_mlp(
         case.sizes, seed=case.seed, device=device, dtype=_dtype(case.dtype), bias=case.bias, activation=case.activation
     )
-    names = run.linear_names = linear_names(plain)
+    run.linear_names = linear_names(plain)
     info = find_te_executors()[spec.executor]
     if spec.side == "eager":
         model: Any = te_twin(plain)
@@ -200,26 +201,31 @@ def _run_case(spec: SideSpec, run: CaseRun, rank: int, group: Any) -> None:
                 outputs.append(y.detach().float().cpu())
                 input_grads.append(x.grad.detach().float().cpu())
             torch.cuda.synchronize()
-            if spec.side == "thunder":
-                _record_traces(run, model, rank, spec.executor, recipe)
             grads = {n: p.grad.detach().float().cpu().clone() for n, p in parameters.items() if p.grad is not None}
-            state = _snapshot(spec, model, names)
+            if spec.side == "eager":
+                state = fp8state.eager_snapshot(model)
+            else:
+                state = _thunder_snapshot(run, model, rank, info, recipe)
             steps.append(StepRecord(outputs, input_grads, grads, state, syncs.backward_calls() - before))
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
     run.sync_mode = syncs.mode
 
 
-def _record_traces(run: CaseRun, model: Any, rank: int, executor: str, recipe: Any) -> None:
-    """The last forward and backward execution traces, the compiled cache entries, the legacy autocast facts."""
+def _thunder_snapshot(run: CaseRun, model: Any, rank: int, info: ExecutorInfo, recipe: Any) -> fp8state.Snapshot:
+    """Record the last forward and backward execution traces in ``run`` (with the compiled cache entries
+    and the legacy autocast facts) before reading the FP8 state through them: if the state cannot be
+    read, the traces still tell whether TE held the linears."""
     import thunder
 
     forward, backward = thunder.last_traces(model)[-1], thunder.last_backward_traces(model)[-1]
     run.forward = summarize(forward, f"rank {rank} forward trace")
     run.backward = summarize(backward, f"rank {rank} backward trace")
     run.cache_entries = thunder.cache_misses(model)
-    if executor == "legacy":
-        run.legacy_autocast = _legacy_autocast_facts(forward, recipe)
+    if info.kind == "legacy":
+        run.legacy_autocast = _legacy_autocast_facts(info, forward, recipe)
+        return fp8state.legacy_snapshot(forward, run.linear_names)
+    return fp8state.functional_snapshot(forward, backward, run.linear_names)
 
 
 def _jit(plain: Any, options: dict[str, Any]) -> Any:
@@ -236,20 +242,9 @@ def _thunder_no_sync() -> Any:
         yield
 
 
-def _snapshot(spec: SideSpec, model: Any, names: list[str]) -> fp8state.Snapshot:
-    if spec.side == "eager":
-        return fp8state.eager_snapshot(model)
-    import thunder
-
-    forward = thunder.last_traces(model)[-1]
-    if spec.executor == "legacy":
-        return fp8state.legacy_snapshot(forward, names)
-    return fp8state.functional_snapshot(forward, thunder.last_backward_traces(model)[-1], names)
-
-
-def _legacy_autocast_facts(forward_trace: Any, recipe: Any) -> dict[str, bool]:
+def _legacy_autocast_facts(info: ExecutorInfo, forward_trace: Any, recipe: Any) -> dict[str, bool]:
     """Is the legacy forward program wrapped in fp8_autocast, and bound to the recipe we passed?"""
-    module = executor_module(find_te_executors()["legacy"])
+    module = executor_module(info)
     wrapper = getattr(module, "TE_CTX_STR", "fp8_autocast(")
     return {
         "wrapped": wrapper in forward_trace.python(),

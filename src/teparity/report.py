@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -127,8 +128,6 @@ def _markdown(text: str) -> str:
 
 def _headline(evidence: str) -> str:
     """The part of a failure that says what differs: no exception class, no "N difference(s), first:"."""
-    import re
-
     evidence = re.sub(r"^[\w.]*(Error|Failed): ", "", evidence)
     return re.sub(r"^\d+ [\w ]*?\(s\), first: ", "", evidence)
 

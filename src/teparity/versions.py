@@ -185,8 +185,14 @@ def find_te_executors() -> dict[ExecutorKind, ExecutorInfo]:
 def _honors_fp8_group(kind: ExecutorKind, module_name: str, module: Any) -> bool:
     if kind == "legacy":
         return "fp8_group" in getattr(module, "TE_CTX_STR", "")
-    impl = _import_optional(f"{module_name}_impl")  # needs TE: absent without it
+    impl = implementation_module(module_name)
     return impl is not None and "get_fp8_group" in inspect.getsource(impl)
+
+
+def implementation_module(module_name: str) -> Any | None:
+    """The functional executor's ``<module>_impl``, which holds its operators and its per-linear update
+    (it imports TE: None without it)."""
+    return _import_optional(f"{module_name}_impl")
 
 
 def _te_imports_failed(module: Any, caught: list[warnings.WarningMessage]) -> str | None:
