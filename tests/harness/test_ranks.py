@@ -72,7 +72,9 @@ def test_a_killed_rank_reports_its_signal(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("world_size", [2, 3])
 def test_a_hang_fails_within_the_deadline_with_every_stack_and_no_orphans(world_size: int, tmp_path: Path) -> None:
-    deadline = 6.0
+    # Long enough for every rank to start, import torch and reach the collective on a loaded 2-core
+    # runner (6 s was not: a rank was stack-dumped still importing), still far below the pg timeout.
+    deadline = 20.0
     start = time.monotonic()
     with pytest.raises(RanksFailed) as failed:
         # A process-group timeout far beyond the deadline: the harness, not gloo, must end this.
