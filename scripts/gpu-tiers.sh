@@ -6,29 +6,34 @@
 #   gate         tests/trace, tests/numerics, tests/ddp (NCCL, one GPU per rank, where there are 2+ GPUs)
 #   harness      tests/harness -m fp8: each GPU check killed by its mutation, the deadlock check
 #   ddp-gloo-N   tests/ddp with N gloo ranks sharing GPU 0
+#   ddp-nccl-N   tests/ddp with N NCCL ranks, one GPU each
 #   kill-matrix  python -m teparity kill-matrix over the GPU kill targets (args: kill-matrix options)
-# Writes OUT/NAME.json (parity report; kill-matrix: OUT/kill-matrix-reports.tgz), OUT/NAME.log, and
-# appends the bundle's install output to OUT/install.log.
+# Writes OUT/NAME.json (parity report; kill-matrix: OUT/kill-matrix-reports.tgz), OUT/NAME.log and the
+# bundle's install output OUT/NAME.install.log (its `note:` lines also head NAME.log), so that parts can
+# run side by side.
 # env: NAME (output basename, default PART); THUNDER_WHEEL (a lightning-thunder wheel to use instead of
 #      the bundle's, e.g. a dev build: same dependencies)
 set -uo pipefail
 BUNDLE=${1:?bundle dir}; OUT=${2:?out dir}; PART=${3:?part}; shift 3
 NAME=${NAME:-$PART}
-echo "== $NAME" >> "$OUT/install.log"
-source "$BUNDLE/install_bundle.sh" "$BUNDLE" "/tmp/site-$NAME" >> "$OUT/install.log" 2>&1 || { cat "$OUT/install.log"; exit 1; }
+installed=$OUT/$NAME.install.log
+source "$BUNDLE/install_bundle.sh" "$BUNDLE" "/tmp/site-$NAME" > "$installed" 2>&1 || { cat "$installed"; exit 1; }
 if [ -n "${THUNDER_WHEEL:-}" ]; then
   site=/tmp/site-thunder-$NAME; rm -rf "$site"
-  python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" "$THUNDER_WHEEL" >> "$OUT/install.log" 2>&1 || exit 1
+  python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" "$THUNDER_WHEEL" >> "$installed" 2>&1 || exit 1
   export PYTHONPATH="$site:$PYTHONPATH"
 fi
 export PYTHONPATH="$PYTHONPATH:$PWD/src" PYTHONUNBUFFERED=1
-grep -h "^note:" "$OUT/install.log" | sort -u
 report=(--teparity-report "$OUT/$NAME.json")
+{
+grep -h "^note:" "$installed" | sort -u
 case $PART in
   gate) python3 -m pytest tests/trace tests/numerics tests/ddp "${report[@]}" "$@" ;;
   harness) python3 -m pytest tests/harness -m fp8 "${report[@]}" "$@" ;;
   ddp-gloo-*) CUDA_VISIBLE_DEVICES=0 python3 -m pytest tests/ddp --teparity-backend gloo \
       --teparity-world-size "${PART#ddp-gloo-}" "${report[@]}" "$@" ;;
+  ddp-nccl-*) python3 -m pytest tests/ddp --teparity-backend nccl --teparity-world-size "${PART#ddp-nccl-}" \
+      "${report[@]}" "$@" ;;
   kill-matrix)
     work=$(mktemp -d)
     targets=$(python3 -c 'import sys; sys.path.insert(0, "tests/harness"); import test_gpu_kills as k; print(*k.KILLING_TESTS)')
@@ -36,5 +41,6 @@ case $PART in
     python3 -m teparity kill-matrix $targets --workdir "$work" "$@"
     status=$?; (cd "$work" && tar czf "$OUT/kill-matrix-reports.tgz" ./*.json); exit $status ;;
   *) echo "unknown part $PART" >&2; exit 2 ;;
-esac 2>&1 | tee "$OUT/$NAME.log"
+esac
+} 2>&1 | tee "$OUT/$NAME.log"
 exit "${PIPESTATUS[0]}"

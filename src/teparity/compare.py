@@ -7,6 +7,8 @@ short statistic for the parity report, so that one failure message can list ever
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+
 import torch
 
 from teparity.fp8state import Snapshot
@@ -135,14 +137,18 @@ def _first_mismatch(expected: torch.Tensor, actual: torch.Tensor) -> str:
     return f"{int(mismatched.sum())} of {expected.numel()} entries, first at {where}: {actual[where].item()!r} vs {expected[where].item()!r}"
 
 
-def compare_across_ranks(runs_by_rank: list[list[CaseRun]], *, result: Comparison) -> None:
-    """Every rank's FP8 state equals rank 0's, bitwise, at every step (the amax reduction happened)."""
+def compare_across_ranks(
+    runs_by_rank: list[list[CaseRun]], *, result: Comparison, groups: Sequence[Sequence[int]] | None = None
+) -> None:
+    """Within each group of ranks (default: all of them), every rank's FP8 state equals the group's
+    first rank's, bitwise, at every step (the amax reduction over that group happened)."""
     exact = Tolerance(0.0, 0.0, "identical on every rank of an fp8 group")
-    for rank, runs in enumerate(runs_by_rank[1:], start=1):
-        for case_index, run in enumerate(runs):
-            reference = runs_by_rank[0][case_index]
-            for step, (s0, s) in enumerate(zip(reference.steps, run.steps, strict=True)):
-                compare_state(s0.fp8_state, s.fp8_state, exact, exact, where=f"rank {rank} vs rank 0 case {run.case.label()} step {step}", result=result)
+    for first, *others in groups or [range(len(runs_by_rank))]:
+        for rank in others:
+            for reference, run in zip(runs_by_rank[first], runs_by_rank[rank], strict=True):
+                for step, (s0, s) in enumerate(zip(reference.steps, run.steps, strict=True)):
+                    where = f"rank {rank} vs rank {first} case {run.case.label()} step {step}"
+                    compare_state(s0.fp8_state, s.fp8_state, exact, exact, where=where, result=result)
 
 
 def state_is_empty(runs_by_rank: list[list[CaseRun]]) -> bool:

@@ -31,7 +31,6 @@ from teparity.versions import (
 )
 
 Side = Literal["eager", "thunder"]
-FP8Group = Literal["world", "per-rank"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +62,9 @@ class SideSpec:
     steps: int = 3
     micro_batches: int = 1
     ddp: bool = False
-    fp8_group: FP8Group = "world"
+    #: Ranks per ``fp8_autocast(fp8_group=...)``: None is TE's default (the world), k is consecutive
+    #: blocks of k ranks (1: each rank alone), the group an amax reduction must stay within.
+    fp8_group_size: int | None = None
     lr: float = 0.05
 
 
@@ -117,27 +118,39 @@ def _grad_output(case: Case, *, step: int, micro: int, rank: int, device: str) -
     )
 
 
+def fp8_groups(world_size: int, group_size: int | None) -> list[list[int]]:
+    """The ranks of each fp8 group: the world (None), or consecutive blocks of ``group_size`` ranks."""
+    size = group_size or world_size
+    if size < 1 or world_size % size:
+        raise ValueError(f"fp8 groups of {size} ranks do not tile a world of {world_size}")
+    return [list(range(first, first + size)) for first in range(0, world_size, size)]
+
+
 def _fp8_group(spec: SideSpec, rank: int, world_size: int) -> Any:
-    """None (TE's default: the world) or this rank's own single-rank group (every rank creates all)."""
+    """None (TE's default: the world) or the process group of this rank's block (every rank creates
+    every group, in the same order, as ``new_group`` requires)."""
     import torch.distributed as dist
 
-    if spec.fp8_group == "world":
+    if spec.fp8_group_size is None:
         return None
-    groups = [dist.new_group([r]) for r in range(world_size)]
-    return groups[rank]
+    created = [(ranks, dist.new_group(ranks)) for ranks in fp8_groups(world_size, spec.fp8_group_size)]
+    return next(group for ranks, group in created if rank in ranks)
 
 
-def _device(rank: int) -> str:
+def _device() -> str:
+    """NCCL: the GPU the harness gave this rank (spawned: its rank; torchrun: LOCAL_RANK, so a global
+    rank on another node is no device index); gloo: every rank shares GPU 0."""
+    import torch
     import torch.distributed as dist
 
-    return f"cuda:{rank}" if dist.get_backend() == "nccl" else "cuda:0"
+    return f"cuda:{torch.cuda.current_device()}" if dist.get_backend() == "nccl" else "cuda:0"
 
 
 def run_side(rank: int, world_size: int, spec: SideSpec) -> list[CaseRun]:
     """Run every case of ``spec`` on this rank and return the evidence (see the module docstring)."""
     import torch
 
-    torch.cuda.set_device(_device(rank))
+    torch.cuda.set_device(_device())
     group = _fp8_group(spec, rank, world_size)
     runs = []
     for case in spec.cases:
@@ -161,7 +174,7 @@ def _run_case(spec: SideSpec, run: CaseRun, rank: int, group: Any) -> None:
     from teparity.models import linear_names, plain_mlp, te_twin
 
     case = run.case
-    device = _device(rank)
+    device = _device()
     recipe = recipes.build(spec.recipe_id)
     plain = plain_mlp(
         case.sizes, seed=case.seed, device=device, dtype=_dtype(case.dtype), bias=case.bias, activation=case.activation

@@ -11,7 +11,7 @@ from typing import Any
 
 from teparity import tolerances
 from teparity.compare import Comparison, compare_across_ranks, compare_numerics, compare_state
-from teparity.parity import CaseRun, SideSpec
+from teparity.parity import CaseRun, SideSpec, fp8_groups
 from teparity.traces import (
     Violation,
     assert_no_violations,
@@ -100,7 +100,7 @@ def context(env: Any, spec: SideSpec, world_size: int, backend: str) -> str:
     info = env.executors[spec.executor]
     return (
         f"{env.versions.describe()}; executor {info.label()}; recipe {spec.recipe_id}; "
-        f"world size {world_size}, backend {backend}, fp8 group {spec.fp8_group}, "
+        f"world size {world_size}, backend {backend}, fp8 groups {fp8_groups(world_size, spec.fp8_group_size)}, "
         f"{spec.steps} steps x {spec.micro_batches} micro-batch(es)"
     )
 

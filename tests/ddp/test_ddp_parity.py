@@ -12,7 +12,7 @@ import pytest
 from packaging.version import Version
 
 from teparity.compare import Comparison, compare_across_ranks
-from teparity.parity import Case, SideSpec, run_side
+from teparity.parity import Case, SideSpec, fp8_groups, run_side
 from teparity.paritychecks import (
     assert_parity,
     assert_te_claimed,
@@ -89,9 +89,15 @@ def test_gradient_accumulation_matches_no_sync(executor: str, teparity_env: Any,
     _assert_ddp_parity(spec, teparity_env, rank_runner, world_size, backend, evidence)
 
 
+class ReducedOutsideTheGroup(AssertionError):
+    """Thunder's FP8 state differs from eager TE's under fp8 groups smaller than the world: the one
+    failure the strict xfails below expect (a fallback or a wrong eager side fails for real)."""
+
+
 _FUNCTIONAL_DEFAULT_GROUP = pytest.mark.xfail(
     THUNDER >= Version("0.2.5"),
     strict=True,
+    raises=ReducedOutsideTheGroup,
     reason="thunder's functional TE executor all-reduces amax_history over the default process group "
     "(transformer_engineex_impl._te_fp8_amax_and_scale_update_impl: _get_default_group()), ignoring "
     "fp8_autocast(fp8_group=...) (since thunder PR #2404, 0.2.5); remove this mark when upstream fixes it",
@@ -100,29 +106,40 @@ _FUNCTIONAL_DEFAULT_GROUP = pytest.mark.xfail(
 
 _LEGACY_NO_GROUP = pytest.mark.xfail(
     strict=True,
+    raises=ReducedOutsideTheGroup,
     reason="thunder's legacy TE executor wraps its forward in fp8_autocast(fp8_recipe=...) with no fp8_group, "
     "so TE reduces amaxes over the world (transformer_engine_v1ex TE_CTX_STR; seen on an H200, "
     "docs/results/); remove this mark when upstream passes the group",
 )
+#: fp8 group layouts smaller than the world: name -> ranks per group.
+GROUP_SIZES = {"per-rank": 1, "subgroups-of-2": 2}
 
 
+@pytest.mark.parametrize("layout", list(GROUP_SIZES))
 @pytest.mark.parametrize(
     "executor",
     [pytest.param("legacy", marks=_LEGACY_NO_GROUP), pytest.param("functional", marks=_FUNCTIONAL_DEFAULT_GROUP)],
 )
-@pytest.mark.check("ddp-fp8-group-per-rank")
-def test_amax_reduction_stays_in_the_fp8_group(executor: str, teparity_env: Any, rank_runner: Any, world_size: int, backend: str, evidence: Any) -> None:
-    """Each rank in its own fp8 group: eager TE reduces within it, so thunder must not reduce across ranks."""
-    if world_size < 2:
-        pytest.skip("needs 2+ ranks (--teparity-world-size)")
-    spec = SideSpec("eager", executor, "delayed", CASES[:1], steps=3, ddp=True, fp8_group="per-rank")
+@pytest.mark.check("ddp-fp8-group-{layout}")
+def test_amax_reduction_stays_in_the_fp8_group(executor: str, layout: str, teparity_env: Any, rank_runner: Any, world_size: int, backend: str, evidence: Any) -> None:
+    """fp8 groups smaller than the world: eager TE reduces amaxes within each group, so thunder must too."""
+    size = GROUP_SIZES[layout]
+    if world_size < 2 * size or world_size % size:
+        pytest.skip(f"fp8 groups of {size} rank(s) need a world of 2+ such groups; world size is {world_size} (--teparity-world-size)")
+    spec = SideSpec("eager", executor, "delayed", CASES[:1], steps=3, ddp=True, fp8_group_size=size)
     eager, thunder = _run(spec, teparity_env, rank_runner, world_size)
     ctx = context(teparity_env, spec, world_size, backend)
-    # The check can only see a wrong group if the eager ranks' states really differ.
-    spread = Comparison()
-    compare_across_ranks(eager, result=spread)
-    assert spread.differences, f"eager FP8 state is equal on all ranks despite per-rank groups: inputs not rank-dependent? {ctx}"
+    groups = fp8_groups(world_size, size)
+    # The check sees a wrong group only if eager TE reduced within each group and the groups differ.
+    within, across = Comparison(), Comparison()
+    compare_across_ranks(eager, result=within, groups=groups)
+    compare_across_ranks(eager, result=across, groups=[[ranks[0] for ranks in groups]])
+    if within.differences:
+        pytest.fail(within.message(f"eager TE's FP8 state differs within an fp8 group; {ctx}"))
+    if not across.differences:
+        pytest.fail(f"eager FP8 state is equal across the fp8 groups {groups}: inputs not rank-dependent? {ctx}")
     assert_te_claimed(thunder, spec, ctx)
     result = compare_sides(eager, thunder, spec)
-    assert not result.differences, result.message(f"fp8 group per rank: thunder vs eager TE; {ctx}")
-    evidence(f"{world_size} ranks ({backend}), per-rank fp8 groups: {result.summary()}")
+    if result.differences:
+        raise ReducedOutsideTheGroup(result.message(f"fp8 groups {groups}: thunder vs eager TE; {ctx}"))
+    evidence(f"{world_size} ranks ({backend}), fp8 groups {groups}: {result.summary()}")

@@ -19,7 +19,7 @@ from teparity.compare import (
     state_is_empty,
     ulp_distance,
 )
-from teparity.parity import Case, CaseRun, SideSpec, StepRecord
+from teparity.parity import Case, CaseRun, SideSpec, StepRecord, fp8_groups
 from teparity.paritychecks import assert_parity, case_errors
 from teparity.traces import SymbolRow, TraceSummary, check_functional_updates, check_te_claims
 
@@ -122,6 +122,27 @@ def test_ranks_whose_state_differs_are_reported() -> None:
     result = Comparison()
     compare_across_ranks([[_run()], [_run(state=_state(scale=400.0))]], result=result)
     assert result.differences and result.differences[0].startswith("rank 1 vs rank 0")
+
+
+def test_ranks_are_compared_within_their_fp8_group_only() -> None:
+    """Two groups of two: equal inside each, different between them, and no rank-0 reference across."""
+    runs = [[_run()], [_run()], [_run(state=_state(scale=400.0))], [_run(state=_state(scale=400.0))]]
+    within = Comparison()
+    compare_across_ranks(runs, result=within, groups=fp8_groups(4, 2))
+    assert not within.differences
+    runs[3] = [_run(state=_state(scale=401.0))]
+    compare_across_ranks(runs, result=within, groups=fp8_groups(4, 2))
+    assert {d.split(" case")[0] for d in within.differences} == {"rank 3 vs rank 2"}
+
+
+@pytest.mark.parametrize(("world", "size", "groups"), [(4, None, [[0, 1, 2, 3]]), (4, 1, [[0], [1], [2], [3]]), (6, 2, [[0, 1], [2, 3], [4, 5]])])
+def test_fp8_groups_tile_the_world(world: int, size: int | None, groups: list[list[int]]) -> None:
+    assert fp8_groups(world, size) == groups
+
+
+def test_fp8_groups_that_do_not_tile_the_world_are_refused() -> None:
+    with pytest.raises(ValueError, match="do not tile a world of 3"):
+        fp8_groups(3, 2)
 
 
 def test_a_silent_fallback_fails_before_numbers_are_compared() -> None:
