@@ -98,9 +98,11 @@ def compiled_entries(runs_by_rank: list[list[CaseRun]]) -> dict[int, dict[str, i
 
 def context(env: Any, spec: SideSpec, world_size: int, backend: str) -> str:
     info = env.executors[spec.executor]
+    groups = fp8_groups(world_size, spec.fp8_group_size)
+    allreduce = f"gradient all-reduce {spec.grad_allreduce}, " if spec.ddp else ""
     return (
         f"{env.versions.describe()}; executor {info.label()}; recipe {spec.recipe_id}; "
-        f"world size {world_size}, backend {backend}, fp8 groups {fp8_groups(world_size, spec.fp8_group_size)}, "
+        f"world size {world_size}, backend {backend}, fp8 groups {groups}, {allreduce}"
         f"{spec.steps} steps x {spec.micro_batches} micro-batch(es)"
     )
 

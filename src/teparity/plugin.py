@@ -84,6 +84,12 @@ def _environment() -> Any:
     return environment()
 
 
+def te_settings() -> dict[str, str]:
+    """The ``NVTE_*`` variables of this run: they change TE's numerics (``NVTE_UNFUSED_FP8_UPDATE``
+    swaps the fused scale update for the Python one), so a report that omits them misleads."""
+    return {name: value for name, value in sorted(os.environ.items()) if name.startswith("NVTE_")}
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     env = _environment()
     gpus = ", ".join(g.describe() for g in env.gpus) or "none"
@@ -98,6 +104,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         lines.append(f"teparity: TransformerEngine import error: {env.te_import_error}")
     if injected := config.getoption("teparity_inject"):
         lines.append(f"teparity: INJECTED REGRESSIONS (the gate should fail): {', '.join(injected)}")
+    if settings := te_settings():
+        lines.append(f"teparity: TE settings from the environment: {settings}")
     return lines
 
 
@@ -235,6 +243,10 @@ class ParityReporter:
             terminalreporter.write_line(self.report.table())
 
     def pytest_sessionfinish(self, exitstatus: int) -> None:
+        from teparity.ranks import torchrun_world
+
+        if (joined := torchrun_world()) and joined[0] != 0:
+            return  # every torchrun rank judged the same all-gathered evidence; rank 0 writes the report
         if path := self.config.getoption("teparity_report"):
             # 2 (interrupted, e.g. by a time limit): the report holds only the tests that finished.
             self.report.environment = {**self._environment_section(), "pytest_exit_status": int(exitstatus)}
@@ -249,4 +261,5 @@ class ParityReporter:
             "harness_deadline_s": self.config.getoption("teparity_timeout"),
             "injected": self.config.getoption("teparity_inject"),
             "fp8": env.fp8_reason() or "yes",
+            "te_settings": te_settings(),
         }

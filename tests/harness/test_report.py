@@ -68,6 +68,16 @@ def test_a_parallel_run_reports_every_cell_with_evidence(pytester: pytest.Pytest
     assert data["environment"]["backend"] in ("gloo", "nccl")
 
 
+def test_te_settings_from_the_environment_are_in_the_header_and_the_report(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """NVTE_UNFUSED_FP8_UPDATE=1 turns the functional executor's scale drift off: a report must say so."""
+    monkeypatch.setenv("NVTE_UNFUSED_FP8_UPDATE", "1")
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "teparity.plugin", "-p", "no:cacheprovider", "--teparity-report", "report.json")
+    result.stdout.fnmatch_lines(["teparity: TE settings from the environment: {'NVTE_UNFUSED_FP8_UPDATE': '1'}"])
+    data = json.loads((pytester.path / "report.json").read_text())
+    assert data["environment"]["te_settings"] == {"NVTE_UNFUSED_FP8_UPDATE": "1"}
+
+
 def test_an_expected_failure_is_shown_as_xfail_with_its_reason(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_x="""

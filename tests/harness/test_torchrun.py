@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -40,7 +41,11 @@ def test_run_ranks_joins_the_torchrun_group_instead_of_spawning(tmp_path: Path) 
     assert output.count("joined") == 2, output[-4000:]
 
 
-def test_the_ddp_trace_checks_run_on_torchrun_ranks() -> None:
-    output = _torchrun("-m", "pytest", "tests/trace", "-k", "ddp", "-p", "no:xdist", "-p", "no:cacheprovider", "-rA", cwd=REPO)
+def test_the_ddp_trace_checks_run_on_torchrun_ranks(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    output = _torchrun("-m", "pytest", "tests/trace", "-k", "ddp", "-p", "no:xdist", "-p", "no:cacheprovider", "-rA",
+                       "--teparity-report", str(report), cwd=REPO)
     assert output.count("3 passed") == 2, output[-4000:]  # both torchrun processes ran the 3 DDP checks
     assert output.count("teparity: world size 2, backend gloo") == 2, output[-4000:]
+    environment = json.loads(report.read_text())["environment"]  # rank 0 writes it
+    assert (environment["world_size"], environment["backend"]) == (2, "gloo")
