@@ -34,7 +34,7 @@ def collect(world: int, path: str) -> None:
     runs: dict[str, Grads] = {}
     for side in ("eager", "thunder"):
         for ddp in (False, True):
-            spec = dataclasses.replace(base, side=side, ddp=ddp, grad_allreduce="per-tensor")
+            spec = dataclasses.replace(base, side=side, ddp=ddp)
             by_rank = run_ranks(run_side, spec, world_size=world, backend="nccl", timeout=300)
             runs[f"{side}-{'ddp' if ddp else 'local'}"] = [r[0].steps[0].param_grads for r in by_rank]
     torch.save({"world": world, "runs": runs}, path)

@@ -31,16 +31,6 @@ from teparity.versions import (
 )
 
 Side = Literal["eager", "thunder"]
-GradAllreduce = Literal["per-tensor", "bucketed"]
-#: DDP gradient bucket size per side and layout, in MB. "per-tensor": one all-reduce per gradient on both
-#: sides (thunder's bucket_size_in_mb=0, torch DDP a bucket per tensor), so every element is summed in
-#: the same order and several steps stay bitwise comparable at any world size. "bucketed": both
-#: libraries' default 25 MB buckets, laid out differently, so from 3 ranks on the bf16 sums round
-#: differently and FP8 trajectories part (seen on 4 H200s, docs/facts.md); exact for 2 ranks.
-GRAD_BUCKET_MB: dict[GradAllreduce, dict[Side, float]] = {
-    "per-tensor": {"eager": 1e-6, "thunder": 0.0},
-    "bucketed": {"eager": 25.0, "thunder": 25.0},
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,8 +65,6 @@ class SideSpec:
     #: Ranks per ``fp8_autocast(fp8_group=...)``: None is TE's default (the world), k is consecutive
     #: blocks of k ranks (1: each rank alone), the group an amax reduction must stay within.
     fp8_group_size: int | None = None
-    #: How both sides all-reduce gradients under DDP (see ``GRAD_BUCKET_MB``).
-    grad_allreduce: GradAllreduce = "per-tensor"
     lr: float = 0.05
 
 
@@ -197,17 +185,13 @@ def _run_case(spec: SideSpec, run: CaseRun, rank: int, group: Any) -> None:
         model: Any = te_twin(plain)
         if spec.ddp:
             device_ids = [torch.cuda.current_device()] if torch.distributed.get_backend() == "nccl" else None
-            bucket_mb = GRAD_BUCKET_MB[spec.grad_allreduce]["eager"]
-            model = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids, bucket_cap_mb=bucket_mb)
+            model = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
         parameters = dict(getattr(model, "module", model).named_parameters())
         autocast = lambda: te_autocast(recipe, group)  # noqa: E731
         no_sync = model.no_sync if spec.ddp else contextlib.nullcontext
     else:
         options = jit_options(info, recipe)
-        if spec.ddp:
-            model = jit_ddp(plain, options, bucket_size_in_mb=GRAD_BUCKET_MB[spec.grad_allreduce]["thunder"])
-        else:
-            model = _jit(plain, options)
+        model = jit_ddp(plain, options) if spec.ddp else _jit(plain, options)
         parameters = {name: model.get_parameter(name) for name, _ in plain.named_parameters()}
         # The legacy executor wraps its forward in fp8_autocast itself (with no group); the functional
         # one reads the recipe (and group) from the caller's autocast.

@@ -22,7 +22,6 @@ between releases are handled without a table of dates.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib
 import importlib.metadata
 import inspect
@@ -227,20 +226,19 @@ def jit_options(info: ExecutorInfo, fp8_recipe: Any | None = None) -> dict[str, 
     return options
 
 
-def jit_ddp(model: Any, jit_kwargs: dict[str, Any], bucket_size_in_mb: float = 25.0) -> Any:
+def jit_ddp(model: Any, jit_kwargs: dict[str, Any]) -> Any:
     """``thunder.distributed.ddp`` + ``thunder.jit`` in the order this thunder supports.
 
     ``broadcast_from=None``: the ranks build identical seeded weights, and broadcasting a CUDA leaf
-    parameter fails under gloo (FACTS.md). ``bucket_size_in_mb=0``: one in-place all-reduce per gradient.
+    parameter fails under gloo (FACTS.md).
     """
     import thunder
     import thunder.distributed
 
-    ddp = functools.partial(thunder.distributed.ddp, broadcast_from=None, bucket_size_in_mb=bucket_size_in_mb)
     version = parse_version(installed_version("lightning-thunder") or "")
     if version is not None and version < DDP_OF_JITTED_SINCE:
-        return thunder.jit(ddp(model), **jit_kwargs)
-    return ddp(thunder.jit(model, **jit_kwargs))
+        return thunder.jit(thunder.distributed.ddp(model, broadcast_from=None), **jit_kwargs)
+    return thunder.distributed.ddp(thunder.jit(model, **jit_kwargs), broadcast_from=None)
 
 
 @dataclasses.dataclass(frozen=True)
