@@ -12,6 +12,11 @@ gpu=(
   $R/h200-x2-te2.16.1-thunder0.2.6/gate.json
   $R/h200-x2-te2.20.2-thunder0.2.6/gate.json
 )
+x4=$R/h200-x4-te2.9.0-thunder0.2.6
+gpu4=(
+  $x4/call2-b8ecd24/gate.json $x4/call1-9c6aa69/ddp-gloo-2.json
+  $x4/call6-dcd92ab/ddp-nccl-4.json $x4/call6-dcd92ab/ddp-gloo-4.json
+)
 {
   echo "# Compatibility table"
   echo
@@ -24,6 +29,14 @@ gpu=(
   echo "## GPU: 2 x H200 (sm_90), torch 2.11.0+cu130"
   echo
   "$PY" -m teparity matrix "${gpu[@]}"
+  echo
+  echo "## GPU: 4 x H200 (sm_90), torch 2.11.0+cu130, TE 2.9.0"
+  echo
+  echo "The 4-rank reports are from the final rule (3+ ranks: thunder compared with eager TE at step 0) and"
+  echo "are partial (cut off at 235 s; see that run's README, which also has the runs before the rule and"
+  echo 'the diagnosis runs with `NVTE_UNFUSED_FP8_UPDATE=1`, left out here).'
+  echo
+  "$PY" -m teparity matrix "${gpu4[@]}"
   echo
   echo "## CPU: trace tier, no TransformerEngine (every FP8 check skips)"
   echo
