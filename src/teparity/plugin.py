@@ -245,9 +245,9 @@ class ParityReporter:
     def pytest_sessionfinish(self, exitstatus: int) -> None:
         from teparity.ranks import torchrun_world
 
-        if (joined := torchrun_world()) and joined[0] != 0:
-            return  # every torchrun rank judged the same all-gathered evidence; rank 0 writes the report
-        if path := self.config.getoption("teparity_report"):
+        # Every torchrun rank judged the same all-gathered evidence: rank 0 alone writes the report.
+        joined = torchrun_world()
+        if (path := self.config.getoption("teparity_report")) and (joined is None or joined[0] == 0):
             # 2 (interrupted, e.g. by a time limit): the report holds only the tests that finished.
             self.report.environment = {**self._environment_section(), "pytest_exit_status": int(exitstatus)}
             self.report.write(path)
