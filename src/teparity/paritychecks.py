@@ -79,18 +79,18 @@ def steps_compared_with_eager(spec: SideSpec, world_size: int) -> int:
 
 
 def compare_sides(
-    eager_by_rank: list[list[CaseRun]], thunder_by_rank: list[list[CaseRun]], spec: SideSpec, steps: int | None = None
+    eager_by_rank: list[list[CaseRun]], thunder_by_rank: list[list[CaseRun]], spec: SideSpec
 ) -> Comparison:
     """Numerics (TE's tolerance for the recipe) and FP8 state (the executor's rule) on every rank, over
-    the first ``steps`` steps (default: all)."""
+    the steps that ``steps_compared_with_eager`` allows for this world size."""
     result = Comparison()
     tol = tolerances.for_recipe(spec.recipe_id)
+    steps = steps_compared_with_eager(spec, len(eager_by_rank))
     for rank, (eager_runs, thunder_runs) in enumerate(zip(eager_by_rank, thunder_by_rank, strict=True)):
         for eager, thunder in zip(eager_runs, thunder_runs, strict=True):
             if eager.error is not None or thunder.error is not None:
                 continue  # reported by case_errors
-            if steps is not None:
-                eager, thunder = (dataclasses.replace(run, steps=run.steps[:steps]) for run in (eager, thunder))
+            eager, thunder = (dataclasses.replace(run, steps=run.steps[:steps]) for run in (eager, thunder))
             compare_numerics(eager, thunder, tol, rank=rank, result=result)
             amax_tol, scale_tol = tolerances.state_rules(spec.executor, eager.case.activation)
             for step, (e, t) in enumerate(zip(eager.steps, thunder.steps, strict=True)):
@@ -128,7 +128,7 @@ def assert_parity(
     __tracebackhide__ = True
     assert_te_claimed(thunder_by_rank, spec, ctx)
     assert_no_violations(trace_violations(thunder_by_rank, spec), ctx)
-    result = compare_sides(eager_by_rank, thunder_by_rank, spec, steps_compared_with_eager(spec, len(eager_by_rank)))
+    result = compare_sides(eager_by_rank, thunder_by_rank, spec)
     across = Comparison()
     if len(thunder_by_rank) > 1:
         compare_across_ranks(thunder_by_rank, result=across)

@@ -150,11 +150,11 @@ def test_with_three_ranks_ddp_compares_only_the_first_step_with_eager() -> None:
     eager = _run()
     later = copy.deepcopy(eager)
     later.steps[1].fp8_state = _state(scale=400.0)
-    assert compare_sides([[eager]], [[later]], spec).differences
-    assert not compare_sides([[eager]], [[later]], spec, steps=1).differences
+    assert compare_sides([[eager]] * 2, [[later]] * 2, spec).differences
+    assert not compare_sides([[eager]] * 3, [[later]] * 3, spec).differences
     first = copy.deepcopy(eager)
     first.steps[0].fp8_state = _state(scale=400.0)
-    assert compare_sides([[eager]], [[first]], spec, steps=1).differences
+    assert compare_sides([[eager]] * 3, [[first]] * 3, spec).differences
 
 
 def test_fp8_groups_that_do_not_tile_the_world_are_refused() -> None:
