@@ -8,6 +8,7 @@
 #   ddp-gloo-N   tests/ddp with N gloo ranks sharing GPU 0
 #   ddp-nccl-N   tests/ddp with N NCCL ranks, one GPU each
 #   kill-matrix  python -m teparity kill-matrix over the GPU kill targets (args: kill-matrix options)
+#   fp32-bias-probe  scripts/fp32_bias_probe.py: the cause of known defect functional-fp32-bias-in-fp8-gemm
 # Writes OUT/NAME.json (parity report; kill-matrix: OUT/kill-matrix-reports.tgz), OUT/NAME.log and the
 # bundle's install output OUT/NAME.install.log (its `note:` lines also head NAME.log), so that parts can
 # run side by side.
@@ -40,6 +41,7 @@ case $PART in
     # shellcheck disable=SC2086
     python3 -m teparity kill-matrix $targets --workdir "$work" "$@"
     status=$?; (cd "$work" && tar czf "$OUT/kill-matrix-reports.tgz" ./*.json); exit $status ;;
+  fp32-bias-probe) python3 scripts/fp32_bias_probe.py "$OUT/$NAME.json" ;;
   *) echo "unknown part $PART" >&2; exit 2 ;;
 esac
 } 2>&1 | tee "$OUT/$NAME.log"

@@ -26,6 +26,12 @@ class Comparison:
     compared: int = 0
     #: Largest distance in float32 ulps per FP8-state quantity (the unit of the FP8-state rules).
     max_ulps: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: (step, micro-batch) of each numeric difference; micro None for parameter gradients and FP8 state.
+    parted_at: list[tuple[int, int | None]] = dataclasses.field(default_factory=list)
+
+    def first_difference(self) -> tuple[int, int | None] | None:
+        """The earliest (step, micro-batch) that differs; within a step, micro-batches before the rest."""
+        return min(self.parted_at, key=lambda at: (at[0], at[1] if at[1] is not None else float("inf")), default=None)
 
     def note(self, quantity: str, expected: torch.Tensor, actual: torch.Tensor) -> None:
         self.compared += 1
@@ -59,11 +65,12 @@ def ulp_distance(expected: torch.Tensor, actual: torch.Tensor) -> int:
 
 def _close(
     result: Comparison, where: str, quantity: str, expected: torch.Tensor, actual: torch.Tensor, tol: Tolerance,
-    *, nonzero_reference: bool = True,
+    *, at: tuple[int, int | None],
 ) -> None:
     result.note(quantity, expected, actual)
-    if nonzero_reference and expected.numel() and not expected.abs().gt(0).any():
+    if expected.numel() and not expected.abs().gt(0).any():
         result.differences.append(f"{where}: eager reference is all zeros (nothing to compare)")
+        result.parted_at.append(at)
         return
     try:
         torch.testing.assert_close(
@@ -72,6 +79,7 @@ def _close(
         )
     except AssertionError as error:
         result.differences.append(str(error))
+        result.parted_at.append(at)
 
 
 def compare_numerics(eager: CaseRun, thunder: CaseRun, tol: Tolerance, *, rank: int, result: Comparison) -> None:
@@ -79,24 +87,35 @@ def compare_numerics(eager: CaseRun, thunder: CaseRun, tol: Tolerance, *, rank: 
     for step, (e, t) in enumerate(zip(eager.steps, thunder.steps, strict=True)):
         prefix = f"rank {rank} case {eager.case.label()} step {step}"
         for micro, (ey, ty) in enumerate(zip(e.outputs, t.outputs, strict=True)):
-            _close(result, f"{prefix} micro {micro} output", f"output@step{step}", ey, ty, tol)
+            _close(result, f"{prefix} micro {micro} output", f"output@step{step}", ey, ty, tol, at=(step, micro))
         for micro, (eg, tg) in enumerate(zip(e.input_grads, t.input_grads, strict=True)):
-            _close(result, f"{prefix} micro {micro} input grad", f"grad@step{step}", eg, tg, tol)
+            _close(result, f"{prefix} micro {micro} input grad", f"grad@step{step}", eg, tg, tol, at=(step, micro))
         if sorted(e.param_grads) != sorted(t.param_grads):
             result.differences.append(f"{prefix}: gradients for {sorted(e.param_grads)} vs thunder {sorted(t.param_grads)}")
+            result.parted_at.append((step, None))
         for name in sorted(set(e.param_grads) & set(t.param_grads)):
-            _close(result, f"{prefix} grad of {name}", f"grad@step{step}", e.param_grads[name], t.param_grads[name], tol)
+            _close(result, f"{prefix} grad of {name}", f"grad@step{step}", e.param_grads[name], t.param_grads[name], tol,
+                   at=(step, None))
 
 
 def compare_state(
-    expected: Snapshot, actual: Snapshot, amax_tol: Tolerance, scale_tol: Tolerance, *, where: str, result: Comparison
+    expected: Snapshot, actual: Snapshot, amax_tol: Tolerance, scale_tol: Tolerance, *, where: str, result: Comparison,
+    step: int,
 ) -> None:
     """Amax histories within ``amax_tol``, scales within ``scale_tol`` (zero tolerances: bitwise)."""
+    before = len(result.differences)
     if sorted(expected) != sorted(actual) or any(sorted(expected[k]) != sorted(actual[k]) for k in expected):
         result.differences.append(
             f"{where}: FP8 state covers {_layout(expected)} in the reference but {_layout(actual)} in the other"
         )
-        return
+    else:
+        _compare_roles(expected, actual, amax_tol, scale_tol, where=where, result=result)
+    result.parted_at += [(step, None)] * (len(result.differences) - before)
+
+
+def _compare_roles(
+    expected: Snapshot, actual: Snapshot, amax_tol: Tolerance, scale_tol: Tolerance, *, where: str, result: Comparison
+) -> None:
     for linear in sorted(expected):
         for role in sorted(expected[linear]):
             e, a = expected[linear][role], actual[linear][role]
@@ -148,7 +167,7 @@ def compare_across_ranks(
             for reference, run in zip(runs_by_rank[first], runs_by_rank[rank], strict=True):
                 for step, (s0, s) in enumerate(zip(reference.steps, run.steps, strict=True)):
                     where = f"rank {rank} vs rank {first} case {run.case.label()} step {step}"
-                    compare_state(s0.fp8_state, s.fp8_state, exact, exact, where=where, result=result)
+                    compare_state(s0.fp8_state, s.fp8_state, exact, exact, where=where, result=result, step=step)
 
 
 def state_is_empty(runs_by_rank: list[list[CaseRun]]) -> bool:

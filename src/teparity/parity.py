@@ -1,5 +1,6 @@
 """One side of a parity run, inside a rank: eager TE (torch DDP when distributed), or thunder + a TE executor.
 
+The eager side takes TE's default (fused) scale update unless ``spec.scale_update`` says "python".
 Each side runs in its own fresh process. TE keeps every delayed-scaling module in global amax buffers
 and each update rolls all of them, so an eager model and a thunder one in the same process would
 update each other's state; separate processes make the two sides independent (FACTS.md).
@@ -31,6 +32,10 @@ from teparity.versions import (
 )
 
 Side = Literal["eager", "thunder"]
+#: How TE updates delayed-scaling amax histories and scales: "fused" is TE's default (one CUDA kernel
+#: for all tensors), "python" is TE's ``_amax_and_scale_update`` (``NVTE_UNFUSED_FP8_UPDATE=1``, read
+#: by TE at every update), the path thunder's functional executor always takes.
+ScaleUpdate = Literal["fused", "python"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +71,8 @@ class SideSpec:
     #: blocks of k ranks (1: each rank alone), the group an amax reduction must stay within.
     fp8_group_size: int | None = None
     lr: float = 0.05
+    #: The eager side's scale update (the thunder side's is its executor's own).
+    scale_update: ScaleUpdate = "fused"
 
 
 @dataclasses.dataclass
@@ -153,18 +160,35 @@ def run_side(rank: int, world_size: int, spec: SideSpec) -> list[CaseRun]:
     torch.cuda.set_device(_device())
     group = _fp8_group(spec, rank, world_size)
     runs = []
-    for case in spec.cases:
-        run = CaseRun(case=case, steps=[], linear_names=[])
-        try:
-            _run_case(spec, run, rank, group)
-        except Exception as error:
-            if world_size > 1:  # a rank that goes on alone would meet its peers in the wrong collective
-                if hasattr(error, "add_note"):  # Python 3.11+: the traceback then names the case
-                    error.add_note(f"teparity: {spec.side} side, case {case.label()}")
-                raise
-            run.error = traceback.format_exc()  # the traces recorded so far stay: TE claims are judged first
-        runs.append(run)
+    with _te_scale_update(spec.scale_update if spec.side == "eager" else None):
+        for case in spec.cases:
+            runs.append(_run_case_or_record(spec, case, rank, world_size, group))
     return runs
+
+
+UNFUSED_UPDATE_VARIABLE = "NVTE_UNFUSED_FP8_UPDATE"
+
+
+def _te_scale_update(update: ScaleUpdate | None) -> Any:
+    """Make TE take the Python update for the duration (None, "fused": leave the environment as it is)."""
+    import os
+    from unittest import mock
+
+    return mock.patch.dict(os.environ, {UNFUSED_UPDATE_VARIABLE: "1"} if update == "python" else {})
+
+
+def _run_case_or_record(spec: SideSpec, case: Case, rank: int, world_size: int, group: Any) -> CaseRun:
+    """One case; with one process a case that raises is recorded (the others still run and compare)."""
+    run = CaseRun(case=case, steps=[], linear_names=[])
+    try:
+        _run_case(spec, run, rank, group)
+    except Exception as error:
+        if world_size > 1:  # a rank that goes on alone would meet its peers in the wrong collective
+            if hasattr(error, "add_note"):  # Python 3.11+: the traceback then names the case
+                error.add_note(f"teparity: {spec.side} side, case {case.label()}")
+            raise
+        run.error = traceback.format_exc()  # the traces recorded so far stay: TE claims are judged first
+    return run
 
 
 def _run_case(spec: SideSpec, run: CaseRun, rank: int, group: Any) -> None:

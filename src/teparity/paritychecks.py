@@ -2,7 +2,11 @@
 
 Order matters: first that TE ran every linear (a bf16 fallback passes FP8 tolerances), then the trace
 invariants that need TE, then outputs and gradients, then the FP8 state. One message lists every
-difference, with the configuration.
+difference, with the configuration. Failures are ``teparity.failures`` types carrying the evidence
+that the known-defect registry matches on.
+
+The reference is eager TE on the executor's own scale-update path (``reference_update``): TE's fused
+kernel for the legacy executor (it runs TE's modules), TE's Python update for the functional one.
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ from typing import Any
 
 from teparity import tolerances
 from teparity.compare import Comparison, compare_across_ranks, compare_numerics, compare_state
-from teparity.parity import CaseRun, SideSpec, fp8_groups
+from teparity.failures import PartedFromEager, SilentFallback
+from teparity.fp8state import Snapshot
+from teparity.parity import CaseRun, ScaleUpdate, SideSpec, fp8_groups, run_side
 from teparity.traces import (
     Violation,
     assert_no_violations,
@@ -20,32 +26,93 @@ from teparity.traces import (
     check_functional_updates,
     check_no_forward_linear_in_backward,
     check_te_claims,
+    te_linears_held,
+    violations_message,
 )
+
+
+def reference_update(executor: str) -> ScaleUpdate:
+    """The eager side's scale update that does the executor's arithmetic (module docstring)."""
+    return "python" if executor == "functional" else "fused"
+
+
+@dataclasses.dataclass
+class Pair:
+    """The sides of one parity run, each ``[rank][case]``; ``eager_fused`` only where the reference is
+    not TE's default update and the deviation from it is measured (evidence, not the verdict)."""
+
+    spec: SideSpec
+    eager: list[list[CaseRun]]
+    thunder: list[list[CaseRun]]
+    eager_fused: list[list[CaseRun]] | None = None
+
+
+def run_pair(rank_runner: Any, spec: SideSpec, world_size: int, *, measure_fused: bool = False) -> Pair:
+    """Eager TE on the reference path, thunder + TE, and with ``measure_fused`` eager TE's default path
+    too (only where that differs from the reference)."""
+    eager_spec = dataclasses.replace(spec, side="eager", scale_update=reference_update(spec.executor))
+    eager = rank_runner(run_side, eager_spec, world_size=world_size)
+    thunder = rank_runner(run_side, dataclasses.replace(spec, side="thunder"), world_size=world_size)
+    fused = None
+    if measure_fused and eager_spec.scale_update != "fused":
+        fused = rank_runner(run_side, dataclasses.replace(eager_spec, scale_update="fused"), world_size=world_size)
+    return Pair(eager_spec, eager, thunder, fused)
+
+
+def fused_update_deviation(pair: Pair) -> str:
+    """How far thunder is from eager TE's default (fused) update, per step: the measured cost of the two
+    update paths, for the report."""
+    if pair.eager_fused is None:
+        return ""
+    result = compare_sides(pair.eager_fused, pair.thunder, pair.spec)
+    first = result.first_difference()
+    if first is None:
+        return "; vs eager TE's fused scale update (not judged): bitwise equal at every step"
+    parted = ", ".join(f"{q} {v:.3g}" for q, v in sorted(result.max_abs.items()) if v > 0)
+    ulps = ", ".join(f"{q} {v}" for q, v in sorted(result.max_ulps.items()) if v > 0)
+    return (
+        f"; vs eager TE's fused scale update (not judged): first difference at step {first[0]}"
+        f"{'' if first[1] is None else f' micro-batch {first[1]}'}; max|d| {parted or 'none'}; max ulp {ulps or 'none'}"
+    )
 
 
 def _ran(runs_by_rank: list[list[CaseRun]]) -> list[CaseRun]:
     return [run for runs in runs_by_rank for run in runs if run.error is None]
 
 
+def _raised(eager_by_rank: list[list[CaseRun]], thunder_by_rank: list[list[CaseRun]]) -> list[tuple[int, str, CaseRun]]:
+    return [
+        (rank, side, run)
+        for side, runs_by_rank in (("eager", eager_by_rank), ("thunder", thunder_by_rank))
+        for rank, runs in enumerate(runs_by_rank)
+        for run in runs
+        if run.error is not None
+    ]
+
+
 def case_errors(eager_by_rank: list[list[CaseRun]], thunder_by_rank: list[list[CaseRun]]) -> list[str]:
     """Cases that raised on either side, with the last lines of their tracebacks."""
     errors = []
-    for side, runs_by_rank in (("eager", eager_by_rank), ("thunder", thunder_by_rank)):
-        for rank, runs in enumerate(runs_by_rank):
-            for run in runs:
-                if run.error is not None:
-                    tail = "\n      ".join(run.error.strip().splitlines()[-4:])
-                    errors.append(f"rank {rank} {side} side, case {run.case.label()} raised:\n      {tail}")
+    for rank, side, run in _raised(eager_by_rank, thunder_by_rank):
+        tail = "\n      ".join(run.error.strip().splitlines()[-4:])
+        errors.append(f"rank {rank} {side} side, case {run.case.label()} raised:\n      {tail}")
     return errors
 
 
 def assert_te_claimed(thunder_by_rank: list[list[CaseRun]], spec: SideSpec, context: str) -> None:
     """On every run that got as far as a backward, raised later or not: a fallback often raises later."""
     __tracebackhide__ = True
+    traced = [run for runs in thunder_by_rank for run in runs if run.forward is not None]
     violations: list[Violation] = []
-    for run in (run for runs in thunder_by_rank for run in runs if run.forward is not None):
+    for run in traced:
         violations += check_te_claims(run.forward, run.backward, spec.executor, len(run.linear_names))
-    assert_no_violations(violations, f"silent fallback to torch; {context}")
+    if violations:
+        raise SilentFallback(
+            violations_message(violations, f"silent fallback to torch; {context}"),
+            executor=spec.executor,
+            claimed=max(te_linears_held(run.forward, spec.executor) for run in traced),
+            linears=max(len(run.linear_names) for run in traced),
+        )
 
 
 def trace_violations(thunder_by_rank: list[list[CaseRun]], spec: SideSpec) -> list[Violation]:
@@ -84,19 +151,26 @@ def compare_sides(
     """Numerics (TE's tolerance for the recipe) and FP8 state (the executor's rule) on every rank, over
     the steps that ``steps_compared_with_eager`` allows for this world size."""
     result = Comparison()
-    tol = tolerances.for_recipe(spec.recipe_id)
     steps = steps_compared_with_eager(spec, len(eager_by_rank))
     for rank, (eager_runs, thunder_runs) in enumerate(zip(eager_by_rank, thunder_by_rank, strict=True)):
         for eager, thunder in zip(eager_runs, thunder_runs, strict=True):
             if eager.error is not None or thunder.error is not None:
                 continue  # reported by case_errors
             eager, thunder = (dataclasses.replace(run, steps=run.steps[:steps]) for run in (eager, thunder))
+            tol = tolerances.numerics_rule(spec.recipe_id, spec.executor, eager.case.activation)
             compare_numerics(eager, thunder, tol, rank=rank, result=result)
             amax_tol, scale_tol = tolerances.state_rules(spec.executor, eager.case.activation)
             for step, (e, t) in enumerate(zip(eager.steps, thunder.steps, strict=True)):
                 where = f"rank {rank} case {eager.case.label()} step {step}"
-                compare_state(e.fp8_state, t.fp8_state, amax_tol, scale_tol, where=where, result=result)
+                compare_state(e.fp8_state, t.fp8_state, amax_tol, scale_tol, where=where, result=result, step=step)
     return result
+
+
+def forwards_recorded(snapshot: Snapshot) -> int | None:
+    """Forward passes that a step's FP8 state has seen: non-zero rows of its first linear's input amax
+    history (one per forward update), or None without state."""
+    first = snapshot.get(min(snapshot, default=""), {}).get("input")
+    return None if first is None else int(first["amax_history"].ne(0).sum())
 
 
 def sync_counts(runs_by_rank: list[list[CaseRun]]) -> dict[int, dict[str, list[int]]]:
@@ -117,7 +191,7 @@ def context(env: Any, spec: SideSpec, world_size: int, backend: str) -> str:
     return (
         f"{env.versions.describe()}; executor {info.label()}; recipe {spec.recipe_id}; "
         f"world size {world_size}, backend {backend}, fp8 groups {groups}, "
-        f"{spec.steps} steps x {spec.micro_batches} micro-batch(es)"
+        f"{spec.steps} steps x {spec.micro_batches} micro-batch(es); eager TE on its {spec.scale_update} scale update"
     )
 
 
@@ -129,10 +203,25 @@ def assert_parity(
     assert_te_claimed(thunder_by_rank, spec, ctx)
     assert_no_violations(trace_violations(thunder_by_rank, spec), ctx)
     result = compare_sides(eager_by_rank, thunder_by_rank, spec)
+    numeric = len(result.differences)
     across = Comparison()
     if len(thunder_by_rank) > 1:
         compare_across_ranks(thunder_by_rank, result=across)
     # Listed first: a rank that raised, then ranks whose FP8 state parted (the amax reduction failed).
     result.differences[:0] = case_errors(eager_by_rank, thunder_by_rank) + across.differences
-    assert not result.differences, result.message(f"thunder vs eager TE; {ctx}")
-    return result
+    if not result.differences:
+        return result
+    step0 = [runs[0][0].steps[0].fp8_state if runs[0][0].steps else {} for runs in (eager_by_rank, thunder_by_rank)]
+    forwards = {"eager": forwards_recorded(step0[0]), "thunder": forwards_recorded(step0[1])}
+    message = result.message(f"thunder vs eager TE; {ctx}")
+    if spec.micro_batches > 1:
+        message += f"\n  forward passes in rank 0's step-0 amax history (first case, first linear): {forwards}"
+    raise PartedFromEager(
+        message,
+        case_errors=[{"case": run.case, "side": side, "error": run.error} for _, side, run in _raised(eager_by_rank, thunder_by_rank)],
+        numeric_differences=numeric + len(across.differences),
+        first_difference=result.first_difference(),
+        cache_entries=compiled_entries(thunder_by_rank),
+        micro_batches=spec.micro_batches,
+        forwards_recorded=forwards,
+    )

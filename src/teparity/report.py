@@ -1,7 +1,9 @@
 """The parity report: per check and executor, the outcome and its evidence; a terminal table and JSON.
 
 Rows are checks (``@pytest.mark.check(NAME)``), columns are TE executors, cells aggregate every test
-of that check and executor: FAIL if any failed, else pass if any passed, else skip with the reason.
+of that check and executor, the first of these that any test had: FAIL (a new failure), XPASS (a
+registered known defect did not show: fixed upstream?), known (a registered known defect, by id), pass,
+skip (with the reason).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from typing import Any, Literal
 
 from teparity.versions import EXECUTOR_KINDS
 
-Outcome = Literal["pass", "FAIL", "skip", "xfail"]
+Outcome = Literal["pass", "FAIL", "XPASS", "known", "skip"]
+#: Cell precedence: what a reader must see first.
+PRECEDENCE: tuple[Outcome, ...] = ("FAIL", "XPASS", "known", "pass", "skip")
 NO_EXECUTOR = "-"
 SCHEMA = "teparity.parity-report/1"
 EVIDENCE_CHARS = 2000
@@ -24,9 +28,11 @@ EVIDENCE_CHARS = 2000
 class TestOutcome:
     nodeid: str
     outcome: Outcome
-    #: For a pass: what the test recorded as evidence; for a failure: the head of its message; for a
-    #: skip: the reason.
+    #: For a pass: what the test recorded as evidence; for a failure or a known defect: the head of its
+    #: message; for an XPASS: the entry's reason; for a skip: the reason.
     evidence: str
+    #: The registry entry (teparity.known_defects) a "known" outcome matched.
+    known_defect: str | None = None
 
 
 @dataclasses.dataclass
@@ -36,21 +42,20 @@ class Cell:
     @property
     def outcome(self) -> Outcome:
         outcomes = {t.outcome for t in self.tests}
-        if "FAIL" in outcomes:
-            return "FAIL"
-        for outcome in ("pass", "xfail"):
-            if outcome in outcomes:
-                return outcome
-        return "skip"
+        return next(outcome for outcome in PRECEDENCE if outcome in outcomes or outcome == "skip")
+
+    def known_defects(self) -> list[str]:
+        return sorted({t.known_defect or "unregistered" for t in self.tests if t.outcome == "known"})
 
     def short(self) -> str:
         outcome = self.outcome
-        if outcome in ("skip", "xfail"):
-            reason = next(t.evidence for t in self.tests if t.outcome == outcome)
-            return f"{outcome} ({reason})"
-        if outcome == "FAIL":
-            failed = sum(1 for t in self.tests if t.outcome == "FAIL")
-            return f"FAIL ({failed}/{len(self.tests)})"
+        if outcome == "skip":
+            return f"skip ({self.tests[0].evidence})"
+        if outcome == "known":
+            return f"known ({', '.join(self.known_defects())})"
+        if outcome in ("FAIL", "XPASS"):
+            count = sum(1 for t in self.tests if t.outcome == outcome)
+            return f"{outcome} ({count}/{len(self.tests)})"
         return f"pass ({len(self.tests)})" if len(self.tests) > 1 else "pass"
 
 
@@ -58,6 +63,8 @@ class Cell:
 class ParityReport:
     environment: dict[str, Any]
     cells: dict[tuple[str, str], Cell] = dataclasses.field(default_factory=dict)
+    #: pytest's exit status (0 green; 1 a test failed; 2 interrupted: only finished tests are here).
+    exitstatus: int | None = None
 
     def record(self, check: str, executor: str | None, test: TestOutcome) -> None:
         self.cells.setdefault((check, executor or NO_EXECUTOR), Cell()).tests.append(test)
@@ -90,6 +97,7 @@ class ParityReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
+            "exitstatus": self.exitstatus,
             "environment": self.environment,
             "results": [
                 {
@@ -110,16 +118,19 @@ class ParityReport:
     def from_json(cls, data: dict[str, Any]) -> ParityReport:
         if data.get("schema") != SCHEMA:
             raise ValueError(f"not a teparity parity report (schema {data.get('schema')!r}, expected {SCHEMA!r})")
-        report = cls(environment=data["environment"])
+        environment = data["environment"]
+        report = cls(environment=environment, exitstatus=data.get("exitstatus", environment.get("pytest_exit_status")))
         for result in data["results"]:
             for test in result["tests"]:
-                report.record(result["check"], result["executor"], TestOutcome(**test))
+                # Reports before the registry called a known defect "xfail".
+                outcome = "known" if test["outcome"] == "xfail" else test["outcome"]
+                report.record(result["check"], result["executor"], TestOutcome(**{**test, "outcome": outcome}))
         return report
 
 
 # -- the cross-environment compatibility matrix --------------------------------------------------------
 
-MATRIX_CELL_CHARS = 90
+FOOTNOTE_CHARS = 400
 
 
 def _markdown(text: str) -> str:
@@ -128,26 +139,44 @@ def _markdown(text: str) -> str:
 
 def _headline(evidence: str) -> str:
     """The part of a failure that says what differs: no exception class, no "N difference(s), first:"."""
-    evidence = re.sub(r"^[\w.]*(Error|Failed): ", "", evidence)
+    evidence = re.sub(r"^[\w.]*(Error|Failed|Fallback|Eager|Group): ", "", evidence)
+    evidence = re.sub(r"^\[known upstream defect [^]]*\] ", "", evidence)
     return re.sub(r"^\d+ [\w ]*?\(s\), first: ", "", evidence)
 
 
-def _cell(cell: Cell) -> str:
+class _Footnotes:
+    """Numbered footnotes, one per distinct text."""
+
+    def __init__(self) -> None:
+        self.texts: dict[str, int] = {}
+
+    def mark(self, text: str) -> str:
+        text = _markdown(text)
+        if len(text) > FOOTNOTE_CHARS:
+            text = text[: FOOTNOTE_CHARS - 3] + "..."
+        return f"[{self.texts.setdefault(text, len(self.texts) + 1)}]"
+
+    def render(self) -> list[str]:
+        return [f"{number}. {text}" for text, number in self.texts.items()]
+
+
+def _cell(cell: Cell, notes: _Footnotes) -> str:
     outcome = cell.outcome
     if outcome == "pass":
         return "pass"
+    if outcome == "known":
+        return "known: " + ", ".join(f"`{known}`" for known in cell.known_defects())
     first = next(t for t in cell.tests if t.outcome == outcome)
-    detail = _markdown(_headline(first.evidence))
-    if len(detail) > MATRIX_CELL_CHARS:
-        detail = detail[: MATRIX_CELL_CHARS - 3] + "..."
-    return f"{outcome} ({detail})"
+    return f"{outcome} {notes.mark(_headline(first.evidence))}"
 
 
 def compatibility_matrix(reports: list[tuple[str, ParityReport]]) -> str:
-    """Markdown: rows (thunder, TE, executor), columns the checks, cells pass / FAIL (what) / skip (why)."""
+    """Markdown: rows (thunder, TE, executor), columns the checks, cells pass / FAIL / XPASS / skip with a
+    footnote that says what or why, known defects by registry id (teparity.known_defects)."""
     checks = sorted({check for _, report in reports for check in report.checks()})
     header = ["thunder", "torch", "TE", "executor", "ranks", "source", *checks]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    notes = _Footnotes()
     for source, report in reports:
         versions = report.environment.get("versions", {})
         for executor in report.executors():
@@ -159,6 +188,6 @@ def compatibility_matrix(reports: list[tuple[str, ParityReport]]) -> str:
                 f"{report.environment.get('world_size', '?')} {report.environment.get('backend', '?')}",
                 source,
             ]
-            row += [_cell(c) if (c := report.cells.get((check, executor))) else "" for check in checks]
+            row += [_cell(c, notes) if (c := report.cells.get((check, executor))) else "" for check in checks]
             lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines)
+    return "\n".join([*lines, "", *notes.render()])

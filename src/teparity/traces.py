@@ -190,16 +190,18 @@ def check_no_forward_sync(summary: TraceSummary) -> list[Violation]:
     ]
 
 
+def violations_message(violations: Sequence[Violation], context: str) -> str:
+    """Every violation and its evidence in one message, the first one in its headline."""
+    first = violations[0]
+    body = "\n\n".join(v.render() for v in violations)
+    return f"{len(violations)} trace invariant violation(s), first: [{first.invariant}] {first.message}\n{context}\n\n{body}"
+
+
 def assert_no_violations(violations: Sequence[Violation], context: str) -> None:
     """Fail with every violation and its evidence in one message."""
     __tracebackhide__ = True
     if violations:
-        first = violations[0]
-        body = "\n\n".join(v.render() for v in violations)
-        raise AssertionError(
-            f"{len(violations)} trace invariant violation(s), first: [{first.invariant}] {first.message}\n"
-            f"{context}\n\n{body}"
-        )
+        raise AssertionError(violations_message(violations, context))
 
 
 # -- invariants that need TE: who ran the linears, the functional executor's updates ----------------
@@ -228,6 +230,13 @@ def check_te_claims(forward: TraceSummary, backward: TraceSummary, executor: str
                 )
             )
     return violations
+
+
+def te_linears_held(forward: TraceSummary, executor: str) -> int:
+    """How many linears the executor's TE symbols hold in a forward trace."""
+    from teparity.versions import TE_FORWARD_LINEAR_PREFIX
+
+    return len(_named(forward, TE_FORWARD_LINEAR_PREFIX[executor]))
 
 
 def check_no_forward_linear_in_backward(backward: TraceSummary, executor: str) -> list[Violation]:

@@ -25,7 +25,6 @@ import dataclasses
 import importlib
 import importlib.metadata
 import inspect
-import warnings
 from typing import Any, Literal
 
 from packaging.version import InvalidVersion, Version
@@ -157,9 +156,7 @@ def find_te_executors() -> dict[ExecutorKind, ExecutorInfo]:
     found: dict[ExecutorKind, ExecutorInfo] = {}
     for kind, candidates in (("legacy", _LEGACY_CANDIDATES), ("functional", _FUNCTIONAL_CANDIDATES)):
         for module_name, attribute, marker in candidates:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                module = _import_optional(module_name)
+            module = _import_optional(module_name)
             if module is None or not hasattr(module, marker):
                 continue
             found[kind] = ExecutorInfo(
@@ -171,7 +168,7 @@ def find_te_executors() -> dict[ExecutorKind, ExecutorInfo]:
                 has_backward_sync=kind == "legacy"
                 and hasattr(module, BACKWARD_SYNC_SYMBOL)
                 and hasattr(module, SYNC_INSERTION_HELPER),
-                te_imports_failed=_te_imports_failed(module, caught) if kind == "legacy" else None,
+                te_imports_failed=_te_imports_failed(module) if kind == "legacy" else None,
                 honors_fp8_group=_honors_fp8_group(kind, module_name, module),
             )
             break
@@ -195,12 +192,32 @@ def implementation_module(module_name: str) -> Any | None:
     return _import_optional(f"{module_name}_impl")
 
 
-def _te_imports_failed(module: Any, caught: list[warnings.WarningMessage]) -> str | None:
-    """The legacy module's own account of a failed TE import (it warns and sets TE_AVAILABLE = False)."""
+def _te_imports_failed(module: Any) -> str | None:
+    """The legacy module's own TE import failure (it catches it, warns once and sets TE_AVAILABLE =
+    False), found by running its TE import statements again: the warning is gone when thunder imported
+    the module before anyone listened."""
     if getattr(module, "TE_AVAILABLE", True) is not False or installed_version("transformer_engine") is None:
         return None
-    said = [str(w.message) for w in caught if "transformer_engine" in str(w.message) and "import" in str(w.message)]
-    return said[0] if said else "the module's TransformerEngine imports failed (imported before this probe: no warning seen)"
+    return _replay_te_imports(module) or "TE_AVAILABLE is False although the module's TE imports succeed (a version gate?)"
+
+
+def _replay_te_imports(module: Any) -> str | None:
+    """Run the import statements of the module's ``try`` blocks that import TransformerEngine, in order;
+    the first that raises, with its error, or None."""
+    import ast
+
+    for node in ast.walk(ast.parse(inspect.getsource(module))):
+        if not isinstance(node, ast.Try):
+            continue
+        imports = [s for s in node.body if isinstance(s, (ast.Import, ast.ImportFrom))]
+        if not any("transformer_engine" in ast.unparse(s) for s in imports):
+            continue
+        for statement in imports:
+            try:
+                exec(compile(ast.Module([statement], type_ignores=[]), module.__file__ or "<module>", "exec"), {})
+            except Exception as error:
+                return f"{ast.unparse(statement)}: {type(error).__name__}: {error}"
+    return None
 
 
 def executor_module(info: ExecutorInfo) -> Any:
@@ -285,6 +302,15 @@ class Environment:
         }
 
     # -- reasons: None means "can"; a string says why not, and is what a skip prints ----------------
+
+    def import_failure(self) -> str | None:
+        """Why an installed system under test does not import (thunder or TE), or None: never a skip."""
+        failures = []
+        if self.versions.thunder is not None and self.thunder_import_error:
+            failures.append(f"lightning-thunder {self.versions.thunder}: {self.thunder_import_error}")
+        if self.versions.transformer_engine is not None and self.te_import_error:
+            failures.append(f"TransformerEngine {self.versions.transformer_engine}: {self.te_import_error}")
+        return "; ".join(failures) or None
 
     def thunder_reason(self) -> str | None:
         if self.versions.thunder is None:

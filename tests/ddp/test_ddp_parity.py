@@ -5,24 +5,25 @@ equal across ranks; gradient accumulation; the backward sync count; fp8 groups s
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
-from packaging.version import Version
 
 from teparity.compare import Comparison, compare_across_ranks
-from teparity.parity import Case, SideSpec, fp8_groups, run_side
+from teparity.failures import ReducedOutsideTheGroup
+from teparity.parity import Case, SideSpec, fp8_groups
 from teparity.paritychecks import (
+    Pair,
     assert_parity,
     assert_te_claimed,
     compare_sides,
     compiled_entries,
     context,
+    fused_update_deviation,
+    run_pair,
     steps_compared_with_eager,
     sync_counts,
 )
-from teparity.versions import installed_version
 
 pytestmark = [pytest.mark.fp8, pytest.mark.multirank]
 EXECUTORS = ["legacy", "functional"]
@@ -31,15 +32,12 @@ CASES = (
     Case(activation=None, dtype="bfloat16"),
     Case(sizes=(48, 64, 32, 16), bias=False, lead_shape=(2, 8), activation=None, dtype="bfloat16", seed=1),
 )
-THUNDER = Version(installed_version("lightning-thunder") or "0")
 
 
-def _run(spec: SideSpec, env: Any, rank_runner: Any, world_size: int) -> tuple[list[Any], list[Any]]:
+def _run(spec: SideSpec, env: Any, rank_runner: Any, world_size: int, *, measure_fused: bool = False) -> Pair:
     if reason := env.executor_reason(spec.executor):
         pytest.skip(reason)
-    eager = rank_runner(run_side, spec, world_size=world_size)
-    thunder = rank_runner(run_side, dataclasses.replace(spec, side="thunder"), world_size=world_size)
-    return eager, thunder
+    return run_pair(rank_runner, spec, world_size, measure_fused=measure_fused)
 
 
 def _assert_one_sync_per_backward(spec: SideSpec, thunder: list[Any], ctx: str) -> None:
@@ -53,18 +51,20 @@ def _assert_one_sync_per_backward(spec: SideSpec, thunder: list[Any], ctx: str) 
     assert not wrong, f"backward syncs per step should be {expected} on every rank and case, got {counts}; {ctx}"
 
 
-def _assert_ddp_parity(spec: SideSpec, env: Any, rank_runner: Any, world_size: int, backend: str, evidence: Any) -> None:
+def _assert_ddp_parity(
+    spec: SideSpec, env: Any, rank_runner: Any, world_size: int, backend: str, evidence: Any, *, measure_fused: bool = True
+) -> None:
     __tracebackhide__ = True
-    eager, thunder = _run(spec, env, rank_runner, world_size)
-    ctx = context(env, spec, world_size, backend)
+    pair = _run(spec, env, rank_runner, world_size, measure_fused=measure_fused)
+    ctx = context(env, pair.spec, world_size, backend)
     if spec.micro_batches > 1:
-        ctx += f"; thunder cache entries compiled per rank: {compiled_entries(thunder)}"
-    result = assert_parity(eager, thunder, spec, ctx)
-    _assert_one_sync_per_backward(spec, thunder, ctx)
+        ctx += f"; thunder cache entries compiled per rank: {compiled_entries(pair.thunder)}"
+    result = assert_parity(pair.eager, pair.thunder, pair.spec, ctx)
+    _assert_one_sync_per_backward(spec, pair.thunder, ctx)
     shape = f"{len(spec.cases)} cases x {spec.steps} steps x {spec.micro_batches} micro-batch(es)"
     if (compared := steps_compared_with_eager(spec, world_size)) < spec.steps:
         shape += f", compared with eager TE at the first {compared} step(s) (3+ ranks sum gradients in another order)"
-    evidence(f"{world_size} ranks ({backend}), {shape}: {result.summary()}")
+    evidence(f"{world_size} ranks ({backend}), {shape}: {result.summary()}{fused_update_deviation(pair)}")
 
 
 @pytest.mark.parametrize("recipe_id", ["delayed", "delayed-e4m3-len4-max"])
@@ -89,49 +89,26 @@ def test_first_ddp_step_matches_torch_ddp(executor: str, teparity_env: Any, rank
 def test_gradient_accumulation_matches_no_sync(executor: str, teparity_env: Any, rank_runner: Any, world_size: int, backend: str, evidence: Any) -> None:
     """Two micro-batches per step: thunder's skip_data_parallel_grad_sync against torch DDP's no_sync."""
     spec = SideSpec("eager", executor, "delayed", CASES[:1], steps=2, micro_batches=2, ddp=True)
-    _assert_ddp_parity(spec, teparity_env, rank_runner, world_size, backend, evidence)
+    _assert_ddp_parity(spec, teparity_env, rank_runner, world_size, backend, evidence, measure_fused=False)
 
 
-class ReducedOutsideTheGroup(AssertionError):
-    """Thunder's FP8 state differs from eager TE's under fp8 groups smaller than the world: the one
-    failure the strict xfails below expect (a fallback or a wrong eager side fails for real)."""
-
-
-_FUNCTIONAL_DEFAULT_GROUP = pytest.mark.xfail(
-    THUNDER >= Version("0.2.5"),
-    strict=True,
-    raises=ReducedOutsideTheGroup,
-    reason="thunder's functional TE executor all-reduces amax_history over the default process group "
-    "(transformer_engineex_impl._te_fp8_amax_and_scale_update_impl: _get_default_group()), ignoring "
-    "fp8_autocast(fp8_group=...) (since thunder PR #2404, 0.2.5); remove this mark when upstream fixes it",
-)
-
-
-_LEGACY_NO_GROUP = pytest.mark.xfail(
-    strict=True,
-    raises=ReducedOutsideTheGroup,
-    reason="thunder's legacy TE executor wraps its forward in fp8_autocast(fp8_recipe=...) with no fp8_group, "
-    "so TE reduces amaxes over the world (transformer_engine_v1ex TE_CTX_STR; seen on an H200, "
-    "docs/results/); remove this mark when upstream passes the group",
-)
 #: fp8 group layouts smaller than the world: name -> ranks per group.
 GROUP_SIZES = {"per-rank": 1, "subgroups-of-2": 2}
 
 
 @pytest.mark.parametrize("layout", list(GROUP_SIZES))
-@pytest.mark.parametrize(
-    "executor",
-    [pytest.param("legacy", marks=_LEGACY_NO_GROUP), pytest.param("functional", marks=_FUNCTIONAL_DEFAULT_GROUP)],
-)
+@pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.check("ddp-fp8-group-{layout}")
 def test_amax_reduction_stays_in_the_fp8_group(executor: str, layout: str, teparity_env: Any, rank_runner: Any, world_size: int, backend: str, evidence: Any) -> None:
-    """fp8 groups smaller than the world: eager TE reduces amaxes within each group, so thunder must too."""
+    """fp8 groups smaller than the world: eager TE reduces amaxes within each group, so thunder must too.
+    Known upstream: both executors reduce over the world (teparity.known_defects, *-fp8-group-ignored)."""
     size = GROUP_SIZES[layout]
     if world_size < 2 * size or world_size % size:
         pytest.skip(f"fp8 groups of {size} rank(s) need a world of 2+ such groups; world size is {world_size} (--teparity-world-size)")
     spec = SideSpec("eager", executor, "delayed", CASES[:1], steps=3, ddp=True, fp8_group_size=size)
-    eager, thunder = _run(spec, teparity_env, rank_runner, world_size)
-    ctx = context(teparity_env, spec, world_size, backend)
+    pair = _run(spec, teparity_env, rank_runner, world_size)
+    eager, thunder = pair.eager, pair.thunder
+    ctx = context(teparity_env, pair.spec, world_size, backend)
     groups = fp8_groups(world_size, size)
     # The check sees a wrong group only if eager TE reduced within each group and the groups differ.
     within, across = Comparison(), Comparison()
@@ -142,7 +119,13 @@ def test_amax_reduction_stays_in_the_fp8_group(executor: str, layout: str, tepar
     if not across.differences:
         pytest.fail(f"eager FP8 state is equal across the fp8 groups {groups}: inputs not rank-dependent? {ctx}")
     assert_te_claimed(thunder, spec, ctx)
-    result = compare_sides(eager, thunder, spec)
+    result = compare_sides(eager, thunder, pair.spec)
     if result.differences:
-        raise ReducedOutsideTheGroup(result.message(f"fp8 groups {groups}: thunder vs eager TE; {ctx}"))
+        world = Comparison()
+        compare_across_ranks(thunder, result=world)
+        raise ReducedOutsideTheGroup(
+            result.message(f"fp8 groups {groups}: thunder vs eager TE (thunder's FP8 state identical on all "
+                           f"{world_size} ranks: {not world.differences}); {ctx}"),
+            executor=executor, thunder_equal_across_world=not world.differences,
+        )
     evidence(f"{world_size} ranks ({backend}), fp8 groups {groups}: {result.summary()}")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -64,6 +66,9 @@ def test_a_parallel_run_reports_every_cell_with_evidence(pytester: pytest.Pytest
     assert cells[("beta", "functional")]["tests"][0]["evidence"] == "no functional here"
     assert cells[("gamma", "-")]["outcome"] == "pass"
     assert data["environment"]["versions"]["thunder"] is not None
+    assert data["exitstatus"] == 1
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent).stdout.strip()
+    assert head and data["environment"]["teparity_commit"].startswith(head)
     assert data["environment"]["world_size"] == 2
     assert data["environment"]["backend"] in ("gloo", "nccl")
 
@@ -78,7 +83,20 @@ def test_te_settings_from_the_environment_are_in_the_header_and_the_report(pytes
     assert data["environment"]["te_settings"] == {"NVTE_UNFUSED_FP8_UPDATE": "1"}
 
 
-def test_an_expected_failure_is_shown_as_xfail_with_its_reason(pytester: pytest.Pytester) -> None:
+def test_a_cell_shows_a_failure_before_an_xpass_before_a_known_defect_before_a_pass() -> None:
+    report = ParityReport(environment={})
+    outcomes = [TestOutcome("p", "pass", ""), TestOutcome("k", "known", "m", known_defect="some-defect"),
+                TestOutcome("x", "XPASS", "fixed?"), TestOutcome("f", "FAIL", "new")]
+    for count in range(1, len(outcomes) + 1):
+        report.record(f"c{count}", "legacy", outcomes[count - 1])
+        for earlier in outcomes[: count - 1]:
+            report.record(f"c{count}", "legacy", earlier)
+    assert [report.cells[(f"c{n}", "legacy")].outcome for n in range(1, 5)] == ["pass", "known", "XPASS", "FAIL"]
+    assert report.cells[("c2", "legacy")].short() == "known (some-defect)"
+    assert report.cells[("c3", "legacy")].short() == "XPASS (1/3)"
+
+
+def test_an_unregistered_expected_failure_is_known_without_an_id(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_x="""
         import pytest
@@ -86,14 +104,15 @@ def test_an_expected_failure_is_shown_as_xfail_with_its_reason(pytester: pytest.
         @pytest.mark.check("known-upstream-bug")
         @pytest.mark.xfail(strict=True, reason="upstream issue 123")
         def test_bug():
-            assert False
+            assert False, "the bug"
         """
     )
     result = pytester.runpytest_subprocess("-p", "teparity.plugin", "-p", "no:cacheprovider", "--teparity-report", "r.json")
     result.assert_outcomes(xfailed=1)
-    result.stdout.fnmatch_lines(["known-upstream-bug*xfail (upstream issue 123)*"])
+    result.stdout.fnmatch_lines(["known-upstream-bug*known (unregistered)*"])
     data = json.loads((pytester.path / "r.json").read_text())
-    assert data["results"][0]["outcome"] == "xfail"
+    assert data["results"][0]["outcome"] == "known" and data["exitstatus"] == 0
+    assert "the bug" in data["results"][0]["tests"][0]["evidence"]
 
 
 def _report(thunder: str, te: str | None, cells: list[tuple[str, str, TestOutcome]]) -> ParityReport:
@@ -111,8 +130,9 @@ def test_the_compatibility_matrix_has_a_row_per_environment_and_executor(tmp_pat
     cpu = _report("0.2.6", None, [("sync", "legacy", TestOutcome("t", "pass", ""))])
     gpu = _report("0.2.6", "2.9.0", [
         ("sync", "legacy", TestOutcome("t", "pass", "")),
-        ("numerics", "functional", TestOutcome("n", "FAIL", "3 difference(s), first: scale | off")),
+        ("numerics", "functional", TestOutcome("n", "FAIL", "PartedFromEager: 3 difference(s), first: scale | off")),
         ("numerics", "legacy", TestOutcome("m", "skip", "no TE")),
+        ("sync", "functional", TestOutcome("k", "known", "KnownDefect_x: [known upstream defect x] long story", known_defect="x")),
     ])
     paths = []
     for name, report in (("cpu", cpu), ("gpu", gpu)):
@@ -125,9 +145,10 @@ def test_the_compatibility_matrix_has_a_row_per_environment_and_executor(tmp_pat
     lines = (tmp_path / "m.md").read_text().splitlines()
     assert lines[0] == "| thunder | torch | TE | executor | ranks | source | numerics | sync |"
     assert "| 0.2.6 | 2.11.0 | - | legacy | 2 gloo | cpu |  | pass |" in lines
-    assert "| 0.2.6 | 2.11.0 | 2.9.0 | functional | 2 gloo | gpu | FAIL (scale \\| off) |  |" in lines
-    assert "| 0.2.6 | 2.11.0 | 2.9.0 | legacy | 2 gloo | gpu | skip (no TE) | pass |" in lines
-    assert "| 0.2.6 | 2.11.0 | 2.9.0 | legacy | 2 gloo | gpu/gate | skip (no TE) | pass |" in lines
+    assert "| 0.2.6 | 2.11.0 | 2.9.0 | legacy | 2 gloo | gpu | skip [1] | pass |" in lines
+    assert "| 0.2.6 | 2.11.0 | 2.9.0 | functional | 2 gloo | gpu | FAIL [2] | known: `x` |" in lines
+    assert "| 0.2.6 | 2.11.0 | 2.9.0 | legacy | 2 gloo | gpu/gate | skip [1] | pass |" in lines
+    assert lines[-2:] == ["1. no TE", "2. scale \\| off"]
 
 
 def test_doctor_says_what_runs_here() -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from packaging.version import Version
@@ -102,20 +104,35 @@ def test_environment_round_trips_through_json() -> None:
     assert Environment.from_json(env.to_json()) == env
 
 
-def test_a_legacy_module_whose_te_imports_failed_is_labelled_with_its_own_warning(monkeypatch: pytest.MonkeyPatch) -> None:
-    """TE installed but the executor's TE imports failed (TE 2.10+ under thunder 0.2.6): the label says why."""
-    import types
-    import warnings
+def test_a_legacy_module_whose_te_imports_failed_is_labelled_with_the_import_that_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TE installed but the executor's TE imports failed (TE 2.10+ under thunder 0.2.6): the label names the
+    failing import, replayed from the module's own source (its warning is gone once thunder imported it)."""
+    import importlib.util
 
     from teparity import versions
 
-    module = types.SimpleNamespace(TE_AVAILABLE=False)
-    said = "transformer_engine failed to import with exception cannot import name 'CPUOffloadEnabled'"
-    caught = [warnings.WarningMessage(UserWarning(said), UserWarning, "f.py", 1)]
+    source = tmp_path / "legacy_like.py"
+    source.write_text(
+        "import warnings\nTE_AVAILABLE = True\nif TE_AVAILABLE:\n    try:\n        import json\n"
+        "        from json import CPUOffloadEnabled\n        import transformer_engine_torch as tex\n"
+        "    except Exception as ex:\n        warnings.warn(f'transformer_engine failed to import with exception {ex}')\n"
+        "        TE_AVAILABLE = False\n"
+        "try:\n    from json import NotATransformerEngineImport\nexcept ImportError:\n    pass\n"
+    )
+    spec = importlib.util.spec_from_file_location("legacy_like", source)
+    module = importlib.util.module_from_spec(spec)
+    with pytest.warns(UserWarning):
+        spec.loader.exec_module(module)
     monkeypatch.setattr(versions, "installed_version", lambda name: "2.20.2")
-    assert versions._te_imports_failed(module, caught) == said
-    assert versions._te_imports_failed(types.SimpleNamespace(TE_AVAILABLE=True), caught) is None
+    said = versions._te_imports_failed(module)
+    assert said == "from json import CPUOffloadEnabled: ImportError: cannot import name 'CPUOffloadEnabled' from 'json' " \
+        f"({json.__file__})", said
+    module.TE_AVAILABLE = True
+    assert versions._te_imports_failed(module) is None
     info = ExecutorInfo("legacy", "m", "a", executor_present=True, te_imports_failed=said)
     assert f"[TE_AVAILABLE is False: {said}]" in info.label()
+    module.TE_AVAILABLE = False
     monkeypatch.setattr(versions, "installed_version", lambda name: None)
-    assert versions._te_imports_failed(module, caught) is None  # no TE at all: an ordinary skip, elsewhere
+    assert versions._te_imports_failed(module) is None  # no TE at all: an ordinary skip, elsewhere

@@ -4,7 +4,6 @@ steps (forward, backward, SGD step): outputs, input/weight/bias gradients and th
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
@@ -13,8 +12,8 @@ from hypothesis import strategies as st
 
 from teparity import recipes
 from teparity.compare import state_is_empty
-from teparity.parity import Case, SideSpec, run_side
-from teparity.paritychecks import assert_parity, context
+from teparity.parity import Case, SideSpec
+from teparity.paritychecks import assert_parity, context, fused_update_deviation, run_pair
 
 pytestmark = pytest.mark.fp8
 
@@ -59,10 +58,9 @@ def test_thunder_matches_eager_te(
     if reason := teparity_env.executor_reason(executor) or recipes.unsupported_reason(recipe_id, executor):
         pytest.skip(reason)
     spec = SideSpec("eager", executor, recipe_id, cases=FIXED_CASES + tuple(drawn), steps=3)
-    eager = rank_runner(run_side, spec, world_size=1)
-    thunder = rank_runner(run_side, dataclasses.replace(spec, side="thunder"), world_size=1)
-    ctx = context(teparity_env, spec, 1, "gloo")
+    pair = run_pair(rank_runner, spec, 1, measure_fused=True)
+    ctx = context(teparity_env, pair.spec, 1, "gloo")
 
-    result = assert_parity(eager, thunder, spec, ctx)
-    stateless = " (recipe keeps no scaling state)" if state_is_empty(eager) else ""
-    evidence(f"{len(spec.cases)} cases x {spec.steps} steps: {result.summary()}{stateless}")
+    result = assert_parity(pair.eager, pair.thunder, pair.spec, ctx)
+    stateless = " (recipe keeps no scaling state)" if state_is_empty(pair.eager) else ""
+    evidence(f"{len(spec.cases)} cases x {spec.steps} steps: {result.summary()}{stateless}{fused_update_deviation(pair)}")

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from teparity.failures import SilentFallback
 from teparity.scenarios import LegacySyncRun, LegacySyncSpec, legacy_sync_run
 from teparity.traces import assert_no_violations, check_backward_sync, check_no_forward_sync
 
@@ -100,8 +101,10 @@ def test_te_claims_every_linear(executor: str, teparity_env: Any, single_process
     run = single_process[0]
     n_linears = len(LegacySyncSpec().sizes) - 1
     te_linears = [name for name in run.forward_linear_symbols if name.startswith("te_linear")]
-    assert len(te_linears) == n_linears, (
-        f"the legacy TE executor claimed {len(te_linears)} of {n_linears} linears: silent fallback to torch; "
-        f"forward linear symbols: {list(run.forward_linear_symbols)}; {_context(teparity_env, single_process)}"
-    )
+    if len(te_linears) != n_linears:
+        raise SilentFallback(
+            f"the legacy TE executor claimed {len(te_linears)} of {n_linears} linears: silent fallback to torch; "
+            f"forward linear symbols: {list(run.forward_linear_symbols)}; {_context(teparity_env, single_process)}",
+            executor=executor, claimed=len(te_linears), linears=n_linears,
+        )
     evidence(f"forward linears: {te_linears}")

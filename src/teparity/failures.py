@@ -1,0 +1,38 @@
+"""The failure modes the judges raise, each with the evidence that a known-defect entry can match on.
+
+A judge that finds a difference raises one of these (all ``AssertionError``s, so pytest shows them as
+ordinary failures) with its message and an ``evidence`` mapping of plain facts. The known-defect
+registry (``teparity.known_defects``) turns a failure into a registered expected failure only when its
+type and its evidence match an entry; anything else stays a failure. Plain data: no torch import.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class GateFailure(AssertionError):
+    """A check failed; ``evidence`` holds the facts a registry predicate may read."""
+
+    def __init__(self, message: str, **evidence: Any) -> None:
+        super().__init__(message)
+        self.evidence = evidence
+
+
+class SilentFallback(GateFailure):
+    """A TE executor left linears to torch. Evidence: ``executor``, ``claimed`` (the most TE linears any
+    run held) and ``linears`` (how many the model has)."""
+
+
+class PartedFromEager(GateFailure):
+    """thunder + TE differs from eager TE, or a case raised on one side. Evidence: ``case_errors``
+    (``{"case": Case, "side": str, "error": str}`` each), ``numeric_differences`` (outputs, gradients,
+    FP8 state beyond the rule), ``first_difference`` (``(step, micro)`` of the first numeric one, micro
+    None for a parameter gradient or state, or None), ``cache_entries`` (per rank and case, thunder
+    side), ``micro_batches``, ``forwards_recorded`` (``{"eager": n, "thunder": n}``: forward passes
+    that the step-0 FP8 amax history holds, or None)."""
+
+
+class ReducedOutsideTheGroup(GateFailure):
+    """Under fp8 groups smaller than the world, thunder's FP8 state differs from eager TE's. Evidence:
+    ``thunder_equal_across_world`` (every rank's thunder FP8 state identical: reduced over the world)."""

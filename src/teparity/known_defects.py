@@ -1,0 +1,229 @@
+"""Known upstream defects: one registry, matched narrowly, so the gate is green on a stack's known state
+and red on anything new.
+
+Each entry names the checks and executors it covers, the thunder and TE versions where it holds, its
+failure signature (a failure type from ``teparity.failures`` plus a predicate over that failure's
+evidence), the upstream cause and the committed run that showed it. The plugin marks every test the
+entry covers on the installed stack as a strict xfail whose ``raises`` is the entry's own exception
+type, and converts a failure to that type only when the signature matches (``match``). So:
+
+- the defect itself: xfail (``known`` in the parity report, with the entry id);
+- any other failure of the same test: fails for real;
+- a build that fixes it: XPASS, which fails strict and names the entry to retire;
+- outside every version range: no mark, the test runs strict;
+- ``pytest --runxfail``: the whole truth, each matched failure labelled with its entry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+
+from teparity.failures import GateFailure, PartedFromEager, ReducedOutsideTheGroup, SilentFallback
+from teparity.versions import Environment, Versions, parse_version
+
+Predicate = Callable[[dict[str, Any], Environment], bool]
+
+
+class KnownDefectSeen(AssertionError):
+    """A failure that matched a registry entry (each entry has its own subclass: ``entry.seen_type``)."""
+
+    entry_id = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class KnownDefect:
+    id: str
+    summary: str
+    executors: tuple[str, ...]
+    #: Check names without their parameter part: "numerics" covers "numerics[delayed]" and the rest.
+    checks: tuple[str, ...]
+    thunder: str
+    te: str
+    failure: type[GateFailure]
+    matches: Predicate
+    #: The predicate in words (shown in the xfail reason and the docs).
+    signature: str
+    cause: str
+    #: Committed runs under docs/results/ that showed it.
+    seen: tuple[str, ...]
+
+    def holds_for(self, check: str, executor: str | None, versions: Versions) -> bool:
+        """Whether a test of ``check`` and ``executor`` on these versions is covered by this entry."""
+        if executor not in self.executors or check.split("[", 1)[0] not in self.checks:
+            return False
+        return self.holds_for_versions(versions)
+
+    def holds_for_versions(self, versions: Versions) -> bool:
+        return _within(versions.thunder, self.thunder) and _within(versions.transformer_engine, self.te)
+
+    def reason(self) -> str:
+        return (
+            f"known upstream defect {self.id}: {self.summary} [signature: {self.failure.__name__} where "
+            f"{self.signature}; cause: {self.cause}; seen: {', '.join(self.seen)}] "
+            f"(an XPASS means it is fixed: retire '{self.id}' from teparity/known_defects.py)"
+        )
+
+    @property
+    def seen_type(self) -> type[KnownDefectSeen]:
+        return _SEEN_TYPES[self.id]
+
+
+def _within(version: str | None, specifier: str) -> bool:
+    parsed = parse_version(version or "")
+    return parsed is not None and SpecifierSet(specifier, prereleases=True).contains(parsed)
+
+
+# -- predicates: each reads only the evidence its failure type carries ----------------------------
+
+
+def _legacy_lost_te(evidence: dict[str, Any], env: Environment) -> bool:
+    failed = env.executors["legacy"].te_imports_failed or ""
+    return evidence["claimed"] == 0 and "CPUOffloadEnabled" in failed
+
+
+def _fp8_state_per_cache_entry(evidence: dict[str, Any], env: Environment) -> bool:
+    micro = evidence["micro_batches"]
+    entries = [n for by_case in (evidence["cache_entries"] or {}).values() for n in by_case.values()]
+    forwards = evidence["forwards_recorded"] or {}
+    return (
+        micro > 1
+        and not evidence["case_errors"]
+        and bool(entries) and all(n == micro for n in entries)
+        and evidence["first_difference"] is not None and evidence["first_difference"][0] == 0
+        and (evidence["first_difference"][1] or 0) >= 1
+        and forwards.get("thunder", 0) < forwards.get("eager", 0)
+    )
+
+
+_NO_FP32_BIAS_ALGO = "Unable to find suitable cuBLAS GEMM algorithm"
+
+
+def _fp32_bias_gemm(evidence: dict[str, Any], env: Environment) -> bool:
+    errors = evidence["case_errors"]
+    return (
+        evidence["numeric_differences"] == 0
+        and bool(errors)
+        and all(
+            e["side"] == "thunder" and e["case"].dtype == "float32" and e["case"].bias and _NO_FP32_BIAS_ALGO in e["error"]
+            for e in errors
+        )
+    )
+
+
+def _group_ignored(evidence: dict[str, Any], env: Environment) -> bool:
+    return evidence["thunder_equal_across_world"] and not env.executors[evidence["executor"]].honors_fp8_group
+
+
+_TE_RUNS = ("te-claims-every-linear", "te-trace-invariants", "numerics", "ddp", "ddp-first-step", "ddp-grad-accumulation",
+            "ddp-fp8-group-per-rank", "ddp-fp8-group-subgroups-of-2")
+_FP8_GROUPS = ("ddp-fp8-group-per-rank", "ddp-fp8-group-subgroups-of-2")
+
+REGISTRY: tuple[KnownDefect, ...] = (
+    KnownDefect(
+        id="legacy-executor-loses-te-from-te-2.10",
+        summary="thunder 0.2.6's legacy TE executor claims no linear with TE 2.10+: a silent fallback to torch",
+        executors=("legacy",),
+        checks=_TE_RUNS,
+        thunder=">=0.2.6,<0.2.7",
+        te=">=2.10",
+        failure=SilentFallback,
+        matches=_legacy_lost_te,
+        signature="no linear is held by TE and the executor module's own TE import error names CPUOffloadEnabled",
+        cause="thunder/executors/transformer_engine_v1ex.py imports CPUOffloadEnabled from "
+        "transformer_engine.pytorch.cpu_offload inside try/except; TE 2.10 removed that name, so the module "
+        "sets TE_AVAILABLE = False and its checker declines every linear. The legacy executor was removed "
+        "in thunder 0.2.7.dev20251130 (PR #2762), so no fix is expected in 0.2.6",
+        seen=("docs/results/h200-x2-te2.12.0", "docs/results/h200-x2-te2.16.1-thunder0.2.6",
+              "docs/results/h200-x2-te2.20.2-thunder0.2.6"),
+    ),
+    KnownDefect(
+        id="grad-accumulation-fp8-state-per-cache-entry",
+        summary="under skip_data_parallel_grad_sync each thunder cache entry keeps its own TE FP8 state, "
+        "so the synced micro-batch does not see the amaxes of the ones before it",
+        executors=("legacy", "functional"),
+        checks=("ddp-grad-accumulation",),
+        thunder=">=0.2.6,<0.2.8",
+        te=">=2.9,<2.21",
+        failure=PartedFromEager,
+        matches=_fp8_state_per_cache_entry,
+        signature="no case raised, thunder compiled one cache entry per micro-batch on every rank, step 0's "
+        "micro-batch 0 matches and the first difference is a later micro-batch of step 0, and thunder's "
+        "step-0 amax history records fewer forward passes than eager TE's",
+        cause="thunder.distributed.skip_data_parallel_grad_sync is part of thunder's cache key, so the no-sync "
+        "micro-batch compiles its own entry; each entry builds its own TE state (legacy: new TELinear modules; "
+        "functional: new recipe states, thunder/executors/transformer_engineex.py get_te_fp8_state), where "
+        "eager TE's micro-batches share one module's fp8_meta",
+        seen=("docs/results/h200-te2.9.0-thunder0.2.6",),
+    ),
+    KnownDefect(
+        id="functional-fp32-bias-in-fp8-gemm",
+        summary="thunder's functional TE executor passes an fp32 bias into TE's FP8 GEMM, which cuBLASLt rejects",
+        executors=("functional",),
+        checks=("numerics",),
+        thunder=">=0.2.6,<0.2.8",
+        te=">=2.9,<2.21",
+        failure=PartedFromEager,
+        matches=_fp32_bias_gemm,
+        signature=f"every difference is a thunder-side case with fp32 parameters and a bias raising '{_NO_FP32_BIAS_ALGO}'",
+        cause="thunder/executors/transformer_engineex_impl.py _linear_fwd_impl calls "
+        "BasicLinear._functional_forward(bias=bias, dtype=w.dtype, with_quantized_compute=True) with the fp32 "
+        "bias, which general_gemm fuses into the FP8 GEMM; cuBLASLt has no FP8 GEMM with an fp32 bias. Eager "
+        "te.Linear casts the bias to bf16 for FP8 GEMMs (module/linear.py _Linear.forward: 'cuBLAS does not "
+        "support FP8 GEMM with FP32 bias'); te.ops does not fuse an fp32 bias",
+        seen=("docs/results/h200-x2-te2.9.0-thunder0.2.6", "docs/results/h200-te2.9.0-thunder0.2.6"),
+    ),
+    KnownDefect(
+        id="legacy-fp8-group-ignored",
+        summary="thunder's legacy TE executor wraps its forward in fp8_autocast without the caller's fp8_group: "
+        "amaxes are reduced over the world",
+        executors=("legacy",),
+        checks=_FP8_GROUPS,
+        thunder=">=0.2.0.dev0,<0.2.7",
+        te=">=2.9,<2.21",
+        failure=ReducedOutsideTheGroup,
+        matches=_group_ignored,
+        signature="thunder's FP8 state is identical on every rank (reduced over the world) where eager TE's "
+        "differs between fp8 groups, and the executor's autocast wrapper names no fp8_group",
+        cause="thunder/executors/transformer_engine_v1ex.py TE_CTX_STR: fp8_autocast(fp8_recipe=...) with no fp8_group",
+        seen=("docs/results/h200-x2-te2.9.0-thunder0.2.6", "docs/results/h200-x4-te2.9.0-thunder0.2.6"),
+    ),
+    KnownDefect(
+        id="functional-fp8-group-ignored",
+        summary="thunder's functional TE executor all-reduces amax histories over the default process group, "
+        "ignoring fp8_autocast's group",
+        executors=("functional",),
+        checks=_FP8_GROUPS,
+        thunder=">=0.2.5,<0.2.8",
+        te=">=2.9,<2.21",
+        failure=ReducedOutsideTheGroup,
+        matches=_group_ignored,
+        signature="thunder's FP8 state is identical on every rank (reduced over the world) where eager TE's "
+        "differs between fp8 groups, and the executor's update does not ask TE for the group",
+        cause="thunder/executors/transformer_engineex_impl.py _te_fp8_amax_and_scale_update_impl all-reduces "
+        "state.amax_history over _get_default_group() (since thunder PR #2404, 0.2.5)",
+        seen=("docs/results/h200-x2-te2.9.0-thunder0.2.6", "docs/results/h200-x4-te2.9.0-thunder0.2.6"),
+    ),
+)
+
+_SEEN_TYPES: dict[str, type[KnownDefectSeen]] = {
+    entry.id: type(f"KnownDefect_{entry.id.replace('-', '_').replace('.', '_')}", (KnownDefectSeen,), {"entry_id": entry.id})
+    for entry in REGISTRY
+}
+BY_ID = {entry.id: entry for entry in REGISTRY}
+
+
+def covering(check: str, executor: str | None, versions: Versions) -> list[KnownDefect]:
+    """The entries that cover this check and executor on these versions."""
+    return [entry for entry in REGISTRY if entry.holds_for(check, executor, versions)]
+
+
+def match(entries: list[KnownDefect], error: BaseException, env: Environment) -> KnownDefect | None:
+    """The entry whose signature ``error`` matches (its failure type and its evidence predicate), or None."""
+    for entry in entries:
+        if isinstance(error, entry.failure) and entry.matches(error.evidence, env):
+            return entry
+    return None
