@@ -157,13 +157,13 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "micro-batch compiles its own entry; each entry builds its own TE state (legacy: new TELinear modules; "
         "functional: new recipe states, thunder/executors/transformer_engineex.py get_te_fp8_state), where "
         "eager TE's micro-batches share one module's fp8_meta",
-        seen=("docs/results/h200-te2.9.0-thunder0.2.6",),
+        seen=("docs/results/h200-te2.9.0-thunder0.2.6", "docs/results/h200-te2.12.0"),
     ),
     KnownDefect(
         id="functional-fp32-bias-in-fp8-gemm",
         summary="thunder's functional TE executor passes an fp32 bias into TE's FP8 GEMM, which cuBLASLt rejects",
         executors=("functional",),
-        checks=("numerics",),
+        checks=("numerics-fp32-bias",),
         thunder=">=0.2.6,<0.2.8",
         te=">=2.9,<2.21",
         failure=PartedFromEager,
@@ -174,7 +174,8 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "bias, which general_gemm fuses into the FP8 GEMM; cuBLASLt has no FP8 GEMM with an fp32 bias. Eager "
         "te.Linear casts the bias to bf16 for FP8 GEMMs (module/linear.py _Linear.forward: 'cuBLAS does not "
         "support FP8 GEMM with FP32 bias'); te.ops does not fuse an fp32 bias",
-        seen=("docs/results/h200-x2-te2.9.0-thunder0.2.6", "docs/results/h200-te2.9.0-thunder0.2.6"),
+        seen=("docs/results/h200-x2-te2.9.0-thunder0.2.6", "docs/results/h200-te2.9.0-thunder0.2.6",
+              "docs/results/h200-te2.12.0"),
     ),
     KnownDefect(
         id="legacy-fp8-group-ignored",
