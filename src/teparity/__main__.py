@@ -1,6 +1,6 @@
 """``python -m teparity``: ``doctor`` (what this machine can run, and why not), ``matrix`` (parity
-reports merged into a markdown compatibility table) and ``kill-matrix`` (the gate clean and under each
-applicable mutation from teparity.mutations)."""
+reports merged into a markdown compatibility table), ``kill-matrix`` (the gate clean and under each
+applicable mutation from teparity.mutations) and ``known-defects`` (the registry as markdown)."""
 
 from __future__ import annotations
 
@@ -60,9 +60,15 @@ def main(argv: list[str] | None = None) -> int:
     kills.add_argument("--workdir", type=Path, help="reports and pytest temp dirs (default: a new temp dir)")
     kills.add_argument("--pytest-args", default="", help='extra pytest arguments, e.g. "-n 2"')
     kills.add_argument("--jobs", type=int, default=1, help="mutants run at a time, after the clean run (default 1)")
+    commands.add_parser("known-defects", help="the known upstream defects registry as markdown")
     args = parser.parse_args(argv)
     if args.command == "doctor":
         return doctor()
+    if args.command == "known-defects":
+        from teparity.known_defects import markdown
+
+        sys.stdout.write(markdown())
+        return 0
     if args.command == "kill-matrix":
         return kill_matrix_command(args.paths, args.workdir, args.pytest_args, args.jobs)
     return matrix(args.reports, args.output)

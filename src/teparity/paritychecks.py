@@ -213,9 +213,9 @@ def assert_parity(
         return result
     step0 = [runs[0][0].steps[0].fp8_state if runs[0][0].steps else {} for runs in (eager_by_rank, thunder_by_rank)]
     forwards = {"eager": forwards_recorded(step0[0]), "thunder": forwards_recorded(step0[1])}
-    message = result.message(f"thunder vs eager TE; {ctx}")
-    if spec.micro_batches > 1:
-        message += f"\n  forward passes in rank 0's step-0 amax history (first case, first linear): {forwards}"
+    # Ahead of the list of differences, so that a report's evidence (its head) keeps it.
+    seen = f"; forward passes in rank 0's step-0 amax history (first case and linear): {forwards}" if spec.micro_batches > 1 else ""
+    message = result.message(f"thunder vs eager TE; {ctx}{seen}")
     raise PartedFromEager(
         message,
         case_errors=[{"case": run.case, "side": side, "error": run.error} for _, side, run in _raised(eager_by_rank, thunder_by_rank)],

@@ -262,3 +262,10 @@ def test_what_is_absent_by_design_still_skips_with_its_reason(tmp_path: Path) ->
     run = _gate(tmp_path, "tests/numerics", "-rs", broken_thunder=False)
     assert run.returncode == 0, run.stdout[-3000:]
     assert "TransformerEngine is not installed" in run.stdout and " skipped" in run.stdout.splitlines()[-1]
+
+
+def test_the_registry_document_is_current() -> None:
+    """docs/known-defects.md is generated: it may not drift from the registry the gate uses."""
+    assert (REPO / "docs" / "known-defects.md").read_text() == known_defects.markdown(), (
+        "regenerate: python -m teparity known-defects > docs/known-defects.md"
+    )
