@@ -34,7 +34,14 @@ def doctor() -> int:
 
 
 def matrix(paths: list[Path], output: Path | None) -> int:
-    reports = [(_source(path), ParityReport.from_json(json.loads(path.read_text()))) for path in paths]
+    reports = []
+    for path in paths:
+        try:
+            reports.append((_source(path), ParityReport.from_json(json.loads(path.read_text()))))
+        except (OSError, ValueError, KeyError, TypeError) as error:  # JSONDecodeError is a ValueError
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else f"{type(error).__name__}: {error}"
+            print(f"python -m teparity matrix: {path}: {reason}", file=sys.stderr)
+            return 2
     table = compatibility_matrix(reports) + "\n"
     if output is None:
         sys.stdout.write(table)

@@ -24,18 +24,36 @@ _KNOWN = pytest.StashKey[list[known_defects.KnownDefect]]()
 _MATCHED = "teparity_known_defect"
 
 
+def _positive(kind: type[int] | type[float]) -> Callable[[str], Any]:
+    """An option type that refuses values below or at zero with a usage error (not a failing test)."""
+
+    def parse(text: str) -> Any:
+        import argparse
+
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        return value
+
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("teparity", "teparity: thunder + TransformerEngine parity gate")
     group.addoption(
         "--teparity-timeout",
-        type=float,
+        type=_positive(float),
         default=180.0,
         help="harness deadline in seconds for a multi-rank run; hung ranks are stack-dumped and killed "
         "(default 180; the process-group timeout is min(60, this / 2))",
     )
     group.addoption(
         "--teparity-world-size",
-        type=int,
+        type=_positive(int),
         default=None,
         help="ranks for the multi-rank tests (default: torchrun's WORLD_SIZE under torchrun, else 2)",
     )

@@ -1,0 +1,48 @@
+"""Bad options and files are usage errors that say what is wrong, never a traceback or a failing test."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        ("--teparity-world-size=0", "argument --teparity-world-size: must be positive, got 0"),
+        ("--teparity-world-size=two", "argument --teparity-world-size: not a number: 'two'"),
+        ("--teparity-timeout=0", "argument --teparity-timeout: must be positive, got 0"),
+        ("--teparity-timeout=-5", "argument --teparity-timeout: must be positive, got -5"),
+    ],
+)
+def test_a_bad_option_is_refused_at_startup(pytester: pytest.Pytester, option: str, said: str) -> None:
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "teparity.plugin", "-p", "no:cacheprovider", option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{said}*"])
+
+
+def _matrix(*paths: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "teparity", "matrix", *paths], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (None, "No such file or directory"),
+        ("not json", "JSONDecodeError: Expecting value"),
+        ('{"schema": "other"}', "ValueError: not a teparity parity report"),
+        ('{"schema": "teparity.parity-report/1"}', "KeyError: 'environment'"),
+    ],
+)
+def test_matrix_names_a_missing_or_malformed_report_and_exits_2(tmp_path: Path, content: str | None, said: str) -> None:
+    path = tmp_path / "report.json"
+    if content is not None:
+        path.write_text(content)
+    run = _matrix(str(path))
+    assert run.returncode == 2, run
+    assert run.stderr.startswith(f"python -m teparity matrix: {path}: ") and said in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr and run.stdout == ""
