@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU runs behind docs/results/: on a host with an FP8 GPU and no network, install a bundle made by
-# ../shared/gpu/make_bundle.sh, then run one part of the gate, its report and log into OUT.
+# scripts/offline/make_bundle.sh, then run one part of the gate, its report and log into OUT.
 #
 # usage: scripts/gpu-tiers.sh BUNDLE_DIR OUT_DIR PART [pytest args...]
 #   gate         tests/trace, tests/numerics, tests/ddp (NCCL, one GPU per rank, where there are 2+ GPUs)

@@ -2,7 +2,7 @@
 
 The pytest processes never import thunder or initialize CUDA just to decide what to skip: the probe
 does it once per environment, under a file lock, so that the xdist controller and every worker read
-the same answer (CONVENTIONS.md, "Collection under xdist").
+the same answer (docs/conventions.md, "Collection under xdist").
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ A snapshot maps each linear (its name in the model, "0", "2", ...) to its tensor
 
     {"0": {"input": {...}, "weight": {...}, "grad_output": {...}}, ...}
 
-Where the state lives, by side and version (FACTS.md; TE csrc/common.h column order):
+Where the state lives, by side and version (docs/facts.md; TE csrc/common.h column order):
 
 - eager ``te.Linear`` and the legacy executor's ``TELinear`` (both TE modules): ``fp8_meta["scaling_fwd"]``
   columns 0 input, 1 weight (2 output, unused); ``fp8_meta["scaling_bwd"]`` column 0 grad_output

@@ -3,7 +3,7 @@
 The eager side takes TE's default (fused) scale update unless ``spec.scale_update`` says "python".
 Each side runs in its own fresh process. TE keeps every delayed-scaling module in global amax buffers
 and each update rolls all of them, so an eager model and a thunder one in the same process would
-update each other's state; separate processes make the two sides independent (FACTS.md).
+update each other's state; separate processes make the two sides independent (docs/facts.md).
 
 ``run_side(rank, world_size, spec)`` runs every case of ``spec`` for ``spec.steps`` optimizer steps,
 each of ``spec.micro_batches`` forward/backward passes (all but the last without the gradient

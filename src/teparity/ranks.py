@@ -75,7 +75,7 @@ def torchrun_world() -> tuple[int, int] | None:
 
 
 def default_backend(world_size: int) -> Backend:
-    """NCCL with one GPU per rank when there are enough GPUs, else gloo (DESIGN.md, "Backend")."""
+    """NCCL with one GPU per rank when there are enough GPUs, else gloo (docs/design.md, "Backend")."""
     from teparity.envprobe import environment
 
     return "nccl" if len(environment().gpus) >= world_size else "gloo"

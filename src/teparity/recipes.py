@@ -1,6 +1,6 @@
 """The FP8 recipes the tiers run, by id; built only where TE imports (in a rank or a GPU test).
 
-Ids are plain strings so that every pytest-xdist worker collects the same items (CONVENTIONS.md).
+Ids are plain strings so that every pytest-xdist worker collects the same items (docs/conventions.md).
 """
 
 from __future__ import annotations

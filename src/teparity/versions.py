@@ -3,7 +3,7 @@
 Every version difference of thunder's TE executors is decided here, so that tests read the same on
 every build. Each "cannot" carries a reason string that skips reuse verbatim.
 
-Executors, by thunder release (FACTS.md):
+Executors, by thunder release (docs/facts.md):
 
 ==========================  ==============================================  ==================================
 thunder                     legacy (module-based, backward-sync symbol)     functional (per-linear amax update)
@@ -228,7 +228,7 @@ def executor_module(info: ExecutorInfo) -> Any:
 
 
 def jit_options(info: ExecutorInfo, fp8_recipe: Any | None = None) -> dict[str, Any]:
-    """``thunder.jit`` keyword arguments that put this TE executor first (FACTS.md, "Enable")."""
+    """``thunder.jit`` keyword arguments that put this TE executor first (docs/facts.md, "Enable")."""
     import thunder
 
     module = executor_module(info)
@@ -247,7 +247,7 @@ def jit_ddp(model: Any, jit_kwargs: dict[str, Any]) -> Any:
     """``thunder.distributed.ddp`` + ``thunder.jit`` in the order this thunder supports.
 
     ``broadcast_from=None``: the ranks build identical seeded weights, and broadcasting a CUDA leaf
-    parameter fails under gloo (FACTS.md).
+    parameter fails under gloo (docs/facts.md).
     """
     import thunder
     import thunder.distributed

@@ -1,4 +1,4 @@
-"""versions: thunder's TE executors are found where FACTS.md says, and every "cannot" says why."""
+"""versions: thunder's TE executors are found where docs/facts.md says, and every "cannot" says why."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ THUNDER = Version(installed_version("lightning-thunder") or "0")
 
 
 def _expected_modules(thunder: Version) -> dict[str, str | None]:
-    """FACTS.md's table, written out independently of versions.py's probing."""
+    """docs/facts.md's table, written out independently of versions.py's probing."""
     if thunder >= Version("0.2.7.dev20251130"):
         return {"legacy": None, "functional": "thunder.executors.transformer_engineex"}
     if thunder >= Version("0.2.6.dev0"):
