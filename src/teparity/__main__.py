@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
-from teparity.report import ParityReport, compatibility_matrix
+from teparity.matrix import compatibility_matrix
+from teparity.report import ParityReport
 
 
 def doctor() -> int:
@@ -37,11 +39,14 @@ def matrix(paths: list[Path], output: Path | None) -> int:
     reports = []
     for path in paths:
         try:
-            reports.append((_source(path), ParityReport.from_json(json.loads(path.read_text()))))
+            report = ParityReport.from_json(json.loads(path.read_text()))
         except (OSError, ValueError, KeyError, TypeError) as error:  # JSONDecodeError is a ValueError
             reason = error.strerror if isinstance(error, OSError) and error.strerror else f"{type(error).__name__}: {error}"
             print(f"python -m teparity matrix: {path}: {reason}", file=sys.stderr)
             return 2
+        # With an output file, each label links to its report, relative to where the table is written.
+        link = os.path.relpath(path, output.parent) if output is not None else str(path)
+        reports.append((f"[{_source(path)}]({link})", report))
     table = compatibility_matrix(reports) + "\n"
     if output is None:
         sys.stdout.write(table)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -126,68 +125,3 @@ class ParityReport:
                 outcome = "known" if test["outcome"] == "xfail" else test["outcome"]
                 report.record(result["check"], result["executor"], TestOutcome(**{**test, "outcome": outcome}))
         return report
-
-
-# -- the cross-environment compatibility matrix --------------------------------------------------------
-
-FOOTNOTE_CHARS = 400
-
-
-def _markdown(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
-
-
-def _headline(evidence: str) -> str:
-    """The part of a failure that says what differs: no exception class, no "N difference(s), first:"."""
-    evidence = re.sub(r"^[\w.]*(Error|Failed|Fallback|Eager|Group): ", "", evidence)
-    evidence = re.sub(r"^\[known upstream defect [^]]*\] ", "", evidence)
-    return re.sub(r"^\d+ [\w ]*?\(s\), first: ", "", evidence)
-
-
-class _Footnotes:
-    """Numbered footnotes, one per distinct text."""
-
-    def __init__(self) -> None:
-        self.texts: dict[str, int] = {}
-
-    def mark(self, text: str) -> str:
-        text = _markdown(text)
-        if len(text) > FOOTNOTE_CHARS:
-            text = text[: FOOTNOTE_CHARS - 3] + "..."
-        return f"[{self.texts.setdefault(text, len(self.texts) + 1)}]"
-
-    def render(self) -> list[str]:
-        return [f"{number}. {text}" for text, number in self.texts.items()]
-
-
-def _cell(cell: Cell, notes: _Footnotes) -> str:
-    outcome = cell.outcome
-    if outcome == "pass":
-        return "pass"
-    if outcome == "known":
-        return "known: " + ", ".join(f"`{known}`" for known in cell.known_defects())
-    first = next(t for t in cell.tests if t.outcome == outcome)
-    return f"{outcome} {notes.mark(_headline(first.evidence))}"
-
-
-def compatibility_matrix(reports: list[tuple[str, ParityReport]]) -> str:
-    """Markdown: rows (thunder, TE, executor), columns the checks, cells pass / FAIL / XPASS / skip with a
-    footnote that says what or why, known defects by registry id (teparity.known_defects)."""
-    checks = sorted({check for _, report in reports for check in report.checks()})
-    header = ["thunder", "torch", "TE", "executor", "ranks", "source", *checks]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    notes = _Footnotes()
-    for source, report in reports:
-        versions = report.environment.get("versions", {})
-        for executor in report.executors():
-            row = [
-                versions.get("thunder") or "-",
-                versions.get("torch") or "-",
-                versions.get("transformer_engine") or "-",
-                executor,
-                f"{report.environment.get('world_size', '?')} {report.environment.get('backend', '?')}",
-                source,
-            ]
-            row += [_cell(c, notes) if (c := report.cells.get((check, executor))) else "" for check in checks]
-            lines.append("| " + " | ".join(row) + " |")
-    return "\n".join([*lines, "", *notes.render()])

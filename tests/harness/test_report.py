@@ -124,31 +124,41 @@ def _report(thunder: str, te: str | None, cells: list[tuple[str, str, TestOutcom
     return report
 
 
-def test_the_compatibility_matrix_has_a_row_per_environment_and_executor(tmp_path) -> None:
+def test_the_compatibility_matrix_has_a_row_per_stack_and_a_verdict_per_executor(tmp_path) -> None:
     from teparity.__main__ import main
 
-    cpu = _report("0.2.6", None, [("sync", "legacy", TestOutcome("t", "pass", ""))])
+    cpu = _report("0.2.6", None, [("bwd-sync-placement[1proc]", "legacy", TestOutcome("t", "pass", ""))])
     gpu = _report("0.2.6", "2.9.0", [
-        ("sync", "legacy", TestOutcome("t", "pass", "")),
-        ("numerics", "functional", TestOutcome("n", "FAIL", "PartedFromEager: 3 difference(s), first: scale | off")),
-        ("numerics", "legacy", TestOutcome("m", "skip", "no TE")),
-        ("sync", "functional", TestOutcome("k", "known", "KnownDefect_x: [known upstream defect x] long story", known_defect="x")),
+        ("bwd-sync-placement[1proc]", "legacy", TestOutcome("t", "pass", "")),
+        ("fwd-has-no-sync[1proc]", "legacy", TestOutcome("u", "pass", "")),
+        ("numerics[delayed]", "functional", TestOutcome("n", "FAIL", "PartedFromEager: 3 difference(s), first: scale | off")),
+        ("numerics[delayed]", "legacy", TestOutcome("m", "skip", "no TE")),
+        ("ddp-grad-accumulation", "functional", TestOutcome(
+            "k", "known", "KnownDefect_x: [known upstream defect x] long story",
+            known_defect="grad-accumulation-fp8-state-per-cache-entry")),
+        ("ddp-grad-accumulation", "legacy", TestOutcome(
+            "k", "known", "...", known_defect="grad-accumulation-fp8-state-per-cache-entry")),
     ])
-    paths = []
-    for name, report in (("cpu", cpu), ("gpu", gpu)):
-        (tmp_path / name).mkdir()
-        report.write(tmp_path / name / "parity-report.json")
-        paths.append(str(tmp_path / name / "parity-report.json"))
-    gpu.write(tmp_path / "gpu" / "gate.json")  # several reports in one folder: named by file too
-    paths.append(str(tmp_path / "gpu" / "gate.json"))
-    assert main(["matrix", *paths, "-o", str(tmp_path / "m.md")]) == 0
-    lines = (tmp_path / "m.md").read_text().splitlines()
-    assert lines[0] == "| thunder | torch | TE | executor | ranks | source | numerics | sync |"
-    assert "| 0.2.6 | 2.11.0 | - | legacy | 2 gloo | cpu |  | pass |" in lines
-    assert "| 0.2.6 | 2.11.0 | 2.9.0 | legacy | 2 gloo | gpu | skip [1] | pass |" in lines
-    assert "| 0.2.6 | 2.11.0 | 2.9.0 | functional | 2 gloo | gpu | FAIL [2] | known: `x` |" in lines
-    assert "| 0.2.6 | 2.11.0 | 2.9.0 | legacy | 2 gloo | gpu/gate | skip [1] | pass |" in lines
-    assert lines[-2:] == ["1. no TE", "2. scale \\| off"]
+    (tmp_path / "gpu").mkdir()
+    gpu.write(tmp_path / "gpu" / "gate.json")
+    (tmp_path / "cpu").mkdir()
+    cpu.write(tmp_path / "cpu" / "parity-report.json")
+    (tmp_path / "docs").mkdir()
+    out = tmp_path / "docs" / "m.md"
+    assert main(["matrix", str(tmp_path / "cpu" / "parity-report.json"), str(tmp_path / "gpu" / "gate.json"), "-o", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[0] == "| thunder | torch | TE | executor | ranks | report | backward sync | numerics | grad accumulation |"
+    assert "| 0.2.6 | 2.11.0 | - | legacy | 2 gloo | [cpu](../cpu/parity-report.json) | pass |  |  |" in lines
+    assert "| 0.2.6 | 2.11.0 | 2.9.0 | legacy | 2 gloo | [gpu/gate](../gpu/gate.json) | pass | skip [1] | known [2] |" in lines
+    assert "| 0.2.6 | 2.11.0 | 2.9.0 | functional | 2 gloo | [gpu/gate](../gpu/gate.json) |  | FAIL [3] | known [2] |" in lines
+    assert "1. no TE" in lines and "3. numerics[delayed]: scale \\| off" in lines
+    assert any(line.startswith("2. known `grad-accumulation-fp8-state-per-cache-entry`: under skip_data_parallel") for line in lines)
+    verdicts = [line for line in lines if line.startswith(("| functional |", "| legacy |"))]
+    assert verdicts == [
+        "| functional | 2.9.0 | 0.2.6 | 2 gloo | [gpu/gate](../gpu/gate.json) | **FAIL** | numerics FAIL [3] |",
+        "| legacy | 2.9.0 | 0.2.6 | 2 gloo | [gpu/gate](../gpu/gate.json) | works, with known defects | `grad-accumulation-fp8-state-per-cache-entry` |",
+        "| legacy | - | 0.2.6 | 2 gloo | [cpu](../cpu/parity-report.json) | works |  |",
+    ]
 
 
 def test_doctor_says_what_runs_here() -> None:
