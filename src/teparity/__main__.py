@@ -1,6 +1,7 @@
 """``python -m teparity``: ``doctor`` (what this machine can run, and why not), ``matrix`` (parity
 reports merged into a markdown compatibility table), ``kill-matrix`` (the gate clean and under each
-applicable mutation from teparity.mutations) and ``known-defects`` (the registry as markdown)."""
+applicable mutation from teparity.mutations), ``known-defects`` (the registry as markdown) and ``bench``
+(the gate with fresh ranks, then warm: wall times, ratio, identical verdicts)."""
 
 from __future__ import annotations
 
@@ -73,7 +74,13 @@ def main(argv: list[str] | None = None) -> int:
     kills.add_argument("--pytest-args", default="", help='extra pytest arguments, e.g. "-n 2"')
     kills.add_argument("--jobs", type=int, default=1, help="mutants run at a time, after the clean run (default 1)")
     commands.add_parser("known-defects", help="the known upstream defects registry as markdown")
+    timing = commands.add_parser("bench", help="the gate with fresh ranks, then warm: wall times, ratio, identical verdicts")
+    timing.add_argument("--workdir", type=Path, help="bench.json, both reports and logs (default: a new temp dir)")
+    timing.add_argument("pytest_args", nargs=argparse.REMAINDER, help="pytest arguments (after --), e.g. -- -n 2 tests/ddp")
     args = parser.parse_args(argv)
+    if args.command == "bench":
+        pytest_args = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
+        return bench_command(pytest_args, args.workdir)
     if args.command == "doctor":
         return doctor()
     if args.command == "known-defects":
@@ -84,6 +91,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "kill-matrix":
         return kill_matrix_command(args.paths, args.workdir, args.pytest_args, args.jobs)
     return matrix(args.reports, args.output)
+
+
+def bench_command(pytest_args: list[str], workdir: Path | None) -> int:
+    import tempfile
+
+    from teparity.bench import bench
+
+    workdir = workdir or Path(tempfile.mkdtemp(prefix="teparity-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    result, identical = bench(pytest_args, workdir, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    print(
+        f"fresh {result['fresh_s']} s, warm {result['warm_s']} s, fresh/warm {result['ratio']}x; verdicts and evidence "
+        f"{'identical' if identical else 'DIFFER: ' + ', '.join(result['differing_tests'] or ['(exit status)'])}"
+    )
+    print(f"bench.json: {workdir / 'bench.json'}")
+    return 0 if identical else 1
 
 
 def kill_matrix_command(paths: list[str], workdir: Path | None, pytest_args: str, jobs: int) -> int:

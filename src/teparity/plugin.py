@@ -64,6 +64,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="process-group backend of multi-rank tests: auto = NCCL with one GPU per rank when there are "
         "enough GPUs, else gloo (ranks share one GPU or the CPU)",
     )
+    group.addoption(
+        "--teparity-ranks",
+        choices=("warm", "fresh"),
+        default="warm",
+        help="warm: each pytest process keeps its ranks between runs (reset between sides; a pool that saw a "
+        "failure is discarded); fresh: new processes for every side (default warm)",
+    )
     group.addoption("--teparity-report", metavar="PATH", help="write the parity report as JSON to PATH")
     group.addoption(
         "--teparity-inject",
@@ -119,7 +126,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"teparity: {env.versions.describe()}",
         f"teparity: GPUs: {gpus}; FP8: {env.fp8_reason() or 'yes'}",
         f"teparity: world size {_world_size(config)}, backend {_backend(config)}, "
-        f"harness deadline {config.getoption('teparity_timeout'):g} s",
+        f"harness deadline {config.getoption('teparity_timeout'):g} s, {config.getoption('teparity_ranks')} ranks",
         *(f"teparity: TE executor {info.label()}" for info in env.executors.values()),
     ]
     if broken := env.import_failure():
@@ -137,7 +144,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Under torchrun, leave the process group that the multi-rank tests joined, all ranks together."""
+    """End this process's warm ranks; under torchrun, leave the process group that the multi-rank tests
+    joined, all ranks together."""
+    if "teparity.rankpool" in sys.modules:
+        sys.modules["teparity.rankpool"].close_pools()
     if "teparity.ranks" in sys.modules:
         sys.modules["teparity.ranks"].leave_joined_group()
 
@@ -225,15 +235,16 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="session")
 def rank_runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, backend: str) -> Callable[..., list[Any]]:
-    """``run_ranks`` bound to the session's deadline, backend and a work directory under pytest's tmp dir.
-
-    One-rank runs always use gloo: a fresh process per side, no collective to speak of.
-    """
+    """``run_ranks`` (``--teparity-ranks fresh``) or the warm pool's ``warm_ranks`` bound to the session's
+    deadline, backend and a work directory under pytest's tmp dir. One-rank runs always use gloo."""
+    from teparity.rankpool import warm_ranks
     from teparity.ranks import run_ranks
+
+    launch = warm_ranks if request.config.getoption("teparity_ranks") == "warm" else run_ranks
 
     def run(fn: Callable[..., Any], *args: Any, world_size: int) -> list[Any]:
         __tracebackhide__ = True
-        return run_ranks(
+        return launch(
             fn, *args, world_size=world_size, backend=backend if world_size > 1 else "gloo",
             timeout=request.config.getoption("teparity_timeout"), workdir=tmp_path_factory.mktemp("ranks"),
         )
@@ -325,6 +336,7 @@ class ParityReporter:
             "world_size": _world_size(self.config),
             "backend": _backend(self.config),
             "harness_deadline_s": self.config.getoption("teparity_timeout"),
+            "ranks": self.config.getoption("teparity_ranks"),
             "injected": self.config.getoption("teparity_inject"),
             "fp8": env.fp8_reason() or "yes",
             "te_settings": te_settings(),

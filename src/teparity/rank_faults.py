@@ -1,5 +1,6 @@
-"""Rank functions that misbehave on purpose: the harness tests use them to show that ``run_ranks`` turns
-every way a rank can go wrong into a prompt failure with evidence (they live here so spawn can import them).
+"""Rank functions that misbehave on purpose: the harness tests use them to show that ``run_ranks`` and the
+warm pool turn every way a rank can go wrong into a prompt failure with evidence (they live here so spawn
+can import them); and ``still_running``, to show that no rank outlives its run.
 """
 
 from __future__ import annotations
@@ -7,6 +8,21 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Iterable
+from pathlib import Path
+
+def still_running(pids: Iterable[int]) -> list[int]:
+    """The processes among ``pids`` that are alive and not zombies (dead children not yet reaped)."""
+
+    def running(pid: int) -> bool:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return False
+        return state != "Z"
+
+    return [pid for pid in pids if running(pid)]
+
 
 FAULTY_RANK = -1  # the last rank misbehaves: no assumption of ranks 0 and 1
 

@@ -88,6 +88,83 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
+def start_rank(rank: int, world_size: int, workdir: str, parent_pid: int) -> Any:
+    """The evidence a rank keeps from its first instant: it dies with its parent, and its output, a crash
+    trace and (on SIGUSR1) every thread's stack go to ``workdir/rank{rank}.log``. Returns the log."""
+    _die_with_parent(parent_pid)
+    log = open(Path(workdir) / f"rank{rank}.log", "w", buffering=1)
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    faulthandler.enable(file=log, all_threads=True)
+    faulthandler.register(signal.SIGUSR1, file=log, all_threads=True)
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size))
+    os.environ.pop("TORCHELASTIC_RUN_ID", None)  # a spawned rank is never a torchrun process
+    return log
+
+
+def join_group(rank: int, world_size: int, backend: Backend, workdir: str, pg_timeout_s: float) -> None:
+    """Import the systems under test (timing each, into the log), apply injected mutations, and join the
+    process group through a rendezvous file in ``workdir``."""
+    clock = time.monotonic()
+    timings = []
+
+    def took(what: str) -> None:
+        nonlocal clock
+        now = time.monotonic()
+        timings.append(f"{what} {now - clock:.2f} s")
+        clock = now
+
+    import torch
+    import torch.distributed as dist
+
+    took("import torch")
+    from teparity.versions import installed_version
+
+    if installed_version("transformer_engine") is not None and torch.cuda.is_available():
+        import transformer_engine.pytorch  # noqa: F401
+
+        took("import transformer_engine")
+    import thunder  # noqa: F401
+
+    took("import thunder")
+    from teparity import mutations
+
+    mutations.apply_from_env()
+    if backend == "nccl":
+        torch.cuda.set_device(rank)
+    if torch.cuda.is_available():
+        torch.cuda.init()
+        took("CUDA init")
+    dist.init_process_group(
+        backend,
+        init_method=f"file://{Path(workdir) / 'rendezvous'}",
+        rank=rank,
+        world_size=world_size,
+        timeout=datetime.timedelta(seconds=pg_timeout_s),
+    )
+    took(f"{backend} process group")
+    print(f"teparity rank {rank} start-up: {', '.join(timings)}", flush=True)
+
+
+def reset_between_sides() -> None:
+    """What couples two runs in one process, reset before each: TE's global FP8 state and amax buffers,
+    torch's compile caches, the RNG, freed memory. Fresh ranks run it too, so both kinds start alike."""
+    import gc
+
+    import torch
+
+    if "transformer_engine.pytorch" in sys.modules:
+        from teparity.versions import fp8_global_state_manager
+
+        fp8_global_state_manager().reset()
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    gc.collect()
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+
 def _rank_main(
     fn: Callable[..., Any],
     args: tuple[Any, ...],
@@ -98,34 +175,12 @@ def _rank_main(
     pg_timeout_s: float,
     parent_pid: int,
 ) -> None:
-    """Entry point of one rank: set up evidence capture, join the group, run ``fn``, write the result."""
-    _die_with_parent(parent_pid)
-    log = open(Path(workdir) / f"rank{rank}.log", "w", buffering=1)
-    os.dup2(log.fileno(), 1)
-    os.dup2(log.fileno(), 2)
-    faulthandler.enable(file=log, all_threads=True)
-    faulthandler.register(signal.SIGUSR1, file=log, all_threads=True)
-    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size))
-    os.environ.pop("TORCHELASTIC_RUN_ID", None)  # a spawned rank is never a torchrun process
-    payload: dict[str, Any]
+    """Entry point of one fresh rank: set up evidence capture, join the group, run ``fn``, write the result."""
+    log = start_rank(rank, world_size, workdir, parent_pid)
     try:
-        import torch
-        import torch.distributed as dist
-
-        from teparity import mutations
-
-        mutations.apply_from_env()
-        if backend == "nccl":
-            torch.cuda.set_device(rank)
-        dist.init_process_group(
-            backend,
-            init_method=f"file://{Path(workdir) / 'rendezvous'}",
-            rank=rank,
-            world_size=world_size,
-            timeout=datetime.timedelta(seconds=pg_timeout_s),
-        )
-        payload = {"ok": fn(rank, world_size, *args)}
-        pickled = pickle.dumps(payload)
+        join_group(rank, world_size, backend, workdir, pg_timeout_s)
+        reset_between_sides()
+        pickled = pickle.dumps({"ok": fn(rank, world_size, *args)})
     except BaseException:
         pickled = pickle.dumps({"error": traceback.format_exc()})
     tmp = Path(workdir) / f"rank{rank}.result.tmp"
@@ -134,10 +189,12 @@ def _rank_main(
     log.flush()
     if "error" in pickle.loads(pickled):
         os._exit(1)  # skip destroy_process_group: peers may be stuck in a collective with this rank
+    import torch.distributed as dist
+
     dist.destroy_process_group()
 
 
-def _log_tail(workdir: Path, rank: int) -> str:
+def log_tail(workdir: Path, rank: int) -> str:
     path = workdir / f"rank{rank}.log"
     if not path.exists():
         return "(no log)"
@@ -145,7 +202,7 @@ def _log_tail(workdir: Path, rank: int) -> str:
     return "\n".join(lines[-LOG_TAIL_LINES:]) or "(empty log)"
 
 
-def _rerun_line() -> str:
+def rerun_line() -> str:
     current = os.environ.get("PYTEST_CURRENT_TEST")
     if not current:
         return f"re-run: {shlex.join([sys.executable, *sys.argv])}"
@@ -206,15 +263,15 @@ def run_ranks(
         result_path = run_dir / f"rank{rank}.result"
         payload = pickle.loads(result_path.read_bytes()) if result_path.exists() else None
         if rank in still_running:
-            failures.append(RankFailure(rank, "hung", still_running[rank], _log_tail(run_dir, rank)))
+            failures.append(RankFailure(rank, "hung", still_running[rank], log_tail(run_dir, rank)))
         elif payload is not None and "error" in payload:
             failures.append(RankFailure(rank, "raised", "raised", payload["error"]))
         elif process.exitcode is not None and process.exitcode < 0:
             name = signal.Signals(-process.exitcode).name
-            failures.append(RankFailure(rank, "signaled", f"killed by signal {name}", _log_tail(run_dir, rank)))
+            failures.append(RankFailure(rank, "signaled", f"killed by signal {name}", log_tail(run_dir, rank)))
         elif payload is None:
             summary = f"exited with code {process.exitcode} and no result"
-            failures.append(RankFailure(rank, "exited", summary, _log_tail(run_dir, rank)))
+            failures.append(RankFailure(rank, "exited", summary, log_tail(run_dir, rank)))
         else:
             results.append(payload["ok"])
     if failures:
@@ -225,7 +282,7 @@ def run_ranks(
                 f"{len(failures)} of {world_size} ranks failed ({fn.__module__}.{fn.__qualname__}, "
                 f"backend {backend}, harness deadline {timeout:g} s, process-group timeout {pg_timeout:g} s)"
             ),
-            footer=f"{_rerun_line()}\nrank logs: {run_dir}",
+            footer=f"{rerun_line()}\nrank logs: {run_dir}",
         )
     return results
 
@@ -251,6 +308,7 @@ def _run_joined(fn: Callable[..., Any], args: tuple[Any, ...], backend: Backend,
         mutations.apply_from_env()
         _joined_setup_done = True
     try:
+        reset_between_sides()  # both sides of a pair share this process
         payload: dict[str, Any] = {"ok": fn(rank, world_size, *args)}
     except Exception:
         payload = {"error": traceback.format_exc()}
@@ -261,7 +319,7 @@ def _run_joined(fn: Callable[..., Any], args: tuple[Any, ...], backend: Backend,
         raise RanksFailed(
             failures, pids=[],
             header=f"{len(failures)} of {world_size} torchrun ranks failed ({fn.__module__}.{fn.__qualname__}, backend {backend})",
-            footer=_rerun_line(),
+            footer=rerun_line(),
         )
     return [p["ok"] for p in gathered]
 

@@ -19,17 +19,8 @@ pytestmark = pytest.mark.multirank
 SPAWN_ALLOWANCE_S = 30.0  # starting and importing torch in every rank on a loaded 2-core runner
 
 
-def _running(pid: int) -> bool:
-    """Alive and not a zombie (a dead child whose new parent has not reaped it yet)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
 def _assert_gone(pids: list[int]) -> None:
-    alive = [pid for pid in pids if _running(pid)]
+    alive = rank_faults.still_running(pids)
     assert not alive, f"rank processes outlived run_ranks: {alive}"
 
 
@@ -111,7 +102,7 @@ def test_ranks_die_with_their_parent(tmp_path: Path) -> None:
         parent.send_signal(signal.SIGKILL)
         parent.wait()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(_running(pid) for pid in ranks):
+    while time.monotonic() < deadline and rank_faults.still_running(ranks):
         time.sleep(0.1)
     _assert_gone(ranks)
 

@@ -1,0 +1,236 @@
+"""Warm ranks: a pool of rank processes that stay up between runs, so a side costs its work, not start-up.
+
+A fresh rank spends most of its life importing torch, TE and thunder and joining a process group (about
+20 s a side on an H200, for under a second of GPU work). A ``RankPool`` starts ``world_size`` ranks once,
+joins them into one process group and runs one function at a time on all of them, resetting what couples
+two runs in a process (``ranks.reset_between_sides``: TE's global FP8 state, compile caches, the RNG)
+before each. The guarantees of fresh ranks hold: a rank that raises, dies or hangs fails the run with its
+traceback, exit status or stack (faulthandler, on SIGUSR1 at the deadline), and every rank is killed; a
+pool that saw any failure is discarded, so the next run starts fresh ranks. Ranks die with their parent.
+
+``warm_ranks(fn, *args, ...)`` is ``run_ranks`` over the pool kept for (world size, backend, process-group
+timeout, injected mutations, ``NVTE_*`` settings) in this process; ``close_pools()`` ends them all.
+"""
+
+from __future__ import annotations
+
+import multiprocessing.connection
+import os
+import pickle
+import signal
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from teparity.ranks import (
+    DEFAULT_PG_TIMEOUT_S,
+    FAILURE_GRACE_S,
+    STACK_DUMP_WAIT_S,
+    Backend,
+    RankFailure,
+    RanksFailed,
+    join_group,
+    log_tail,
+    rerun_line,
+    reset_between_sides,
+    start_rank,
+)
+
+#: How long the ranks of a new pool may take to start and join their group before it counts as hung.
+START_DEADLINE_S = 300.0
+
+
+def _pool_rank_main(
+    rank: int, world_size: int, backend: Backend, workdir: str, pg_timeout_s: float, parent_pid: int, conn: Any
+) -> None:
+    """Entry point of a warm rank: start as a fresh rank does, then run tasks until told to stop."""
+    start_rank(rank, world_size, workdir, parent_pid)
+    try:
+        join_group(rank, world_size, backend, workdir, pg_timeout_s)
+    except BaseException:
+        conn.send(("error", traceback.format_exc()))
+        os._exit(1)
+    conn.send(("ready", None))
+    while True:  # until the parent kills it (RankPool.close) or goes away
+        try:
+            task = conn.recv()
+        except EOFError:  # the parent is gone
+            os._exit(0)
+        number, fn, args = task
+        print(f"=== teparity task {number}: {fn.__module__}.{fn.__qualname__}", flush=True)
+        try:
+            reset_between_sides()
+            reply = ("ok", pickle.dumps(fn(rank, world_size, *args)))  # bytes: no tensor travels as a file descriptor
+        except BaseException:
+            reply = ("error", traceback.format_exc())
+        conn.send(reply)
+        if reply[0] == "error":
+            os._exit(1)  # peers may be stuck in a collective with this rank; the parent discards the pool
+
+
+class RankPool:
+    """``world_size`` warm ranks in one process group (see the module docstring)."""
+
+    def __init__(self, world_size: int, backend: Backend, pg_timeout: float, workdir: Path) -> None:
+        import torch.multiprocessing as torch_mp
+
+        self.world_size, self.backend, self.pg_timeout = world_size, backend, pg_timeout
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.run_dir = Path(tempfile.mkdtemp(prefix="pool-", dir=workdir))
+        self.tasks = 0
+        context = torch_mp.get_context("spawn")
+        self.connections = []
+        self.processes = []
+        for rank in range(world_size):
+            parent_end, child_end = context.Pipe()
+            process = context.Process(
+                target=_pool_rank_main,
+                args=(rank, world_size, backend, str(self.run_dir), pg_timeout, os.getpid(), child_end),
+                name=f"teparity-warm-rank{rank}",
+            )
+            process.start()
+            child_end.close()
+            self.connections.append(parent_end)
+            self.processes.append(process)
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.processes if p.pid is not None]
+
+    def alive(self) -> bool:
+        return all(p.is_alive() for p in self.processes)
+
+    def run(self, fn: Callable[..., Any], args: tuple[Any, ...], timeout: float) -> list[Any]:
+        """``fn(rank, world_size, *args)`` on every rank; results in rank order. On any failure the pool
+        is closed (its ranks killed) and ``RanksFailed`` names every failing rank."""
+        __tracebackhide__ = True
+        if self.tasks == 0:
+            self._collect("start-up", START_DEADLINE_S, expect="ready")
+        self.tasks += 1
+        for connection in self.connections:
+            connection.send((self.tasks, fn, args))
+        return [pickle.loads(payload) for payload in self._collect(f"{fn.__module__}.{fn.__qualname__}", timeout, expect="ok")]
+
+    def _collect(self, what: str, timeout: float, *, expect: str) -> list[Any]:
+        """One reply per rank, or every rank's failure (raised, died, or still running: stack-dumped)."""
+        __tracebackhide__ = True
+        replies: dict[int, Any] = {}
+        failures: list[RankFailure] = []
+        deadline = time.monotonic() + timeout
+        failed_at: float | None = None
+        waiting = set(range(self.world_size))
+        while waiting and time.monotonic() < deadline:
+            watched = {self.connections[r]: r for r in waiting} | {self.processes[r].sentinel: r for r in waiting}
+            for ready in multiprocessing.connection.wait(list(watched), timeout=min(0.5, deadline - time.monotonic())):
+                rank = watched[ready]
+                if rank not in waiting:
+                    continue
+                waiting.discard(rank)
+                failure = self._reply(rank, replies, expect)
+                if failure is not None:
+                    failures.append(failure)
+                    if failed_at is None:
+                        failed_at = time.monotonic()
+                        deadline = min(deadline, failed_at + FAILURE_GRACE_S)
+        if waiting:
+            why = (f"hung: still running {FAILURE_GRACE_S:g} s after another rank failed" if failed_at is not None
+                   else f"hung: still running at the harness deadline ({timeout:g} s)")
+            for rank in sorted(waiting):
+                _signal(self.processes[rank].pid, signal.SIGUSR1)
+            time.sleep(STACK_DUMP_WAIT_S)
+            failures += [RankFailure(r, "hung", why + "; its Python stack (faulthandler):", log_tail(self.run_dir, r)) for r in sorted(waiting)]
+        if not failures:
+            return [replies[rank] for rank in range(self.world_size)]
+        self.close()
+        raise RanksFailed(
+            sorted(failures, key=lambda f: f.rank),
+            pids=self.pids,
+            header=(
+                f"{len(failures)} of {self.world_size} warm ranks failed ({what}, backend {self.backend}, harness "
+                f"deadline {timeout:g} s, process-group timeout {self.pg_timeout:g} s); the pool is discarded"
+            ),
+            footer=f"{rerun_line()}\nrank logs: {self.run_dir}",
+        )
+
+    def _reply(self, rank: int, replies: dict[int, Any], expect: str) -> RankFailure | None:
+        connection, process = self.connections[rank], self.processes[rank]
+        if connection.poll():
+            try:
+                kind, payload = connection.recv()
+            except (EOFError, OSError):
+                kind, payload = "died", None
+            if kind == expect:
+                replies[rank] = payload
+                return None
+            if kind == "error":
+                return RankFailure(rank, "raised", "raised", payload)
+        process.join(timeout=5)
+        code = process.exitcode
+        if code is not None and code < 0:
+            return RankFailure(rank, "signaled", f"killed by signal {signal.Signals(-code).name}", log_tail(self.run_dir, rank))
+        return RankFailure(rank, "exited", f"exited with code {code} and no result", log_tail(self.run_dir, rank))
+
+    def close(self) -> None:
+        """Kill every rank and reap it: an idle warm rank holds nothing worth a graceful exit, and a busy
+        one belongs to a failed run."""
+        for process in self.processes:
+            if process.is_alive():
+                process.kill()
+        for process in self.processes:
+            process.join(timeout=10)
+        for connection in self.connections:
+            connection.close()
+
+
+def _signal(pid: int | None, number: int) -> None:
+    try:
+        if pid is not None:
+            os.kill(pid, number)
+    except ProcessLookupError:
+        pass
+
+
+_POOLS: dict[tuple[Any, ...], RankPool] = {}
+
+
+def _key(world_size: int, backend: Backend, pg_timeout: float) -> tuple[Any, ...]:
+    """What a pool's ranks fixed at their start: their group, and the environment they inherited."""
+    from teparity.mutations import ENV_VAR
+
+    settings = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("NVTE_")))
+    return world_size, backend, pg_timeout, os.environ.get(ENV_VAR), settings
+
+
+def warm_ranks(
+    fn: Callable[..., Any],
+    *args: Any,
+    world_size: int,
+    backend: Backend,
+    timeout: float,
+    workdir: Path,
+    pg_timeout: float | None = None,
+) -> list[Any]:
+    """``run_ranks`` on this process's warm pool for these settings (started on first use)."""
+    __tracebackhide__ = True
+    pg_timeout = pg_timeout if pg_timeout is not None else min(DEFAULT_PG_TIMEOUT_S, timeout / 2)
+    key = _key(world_size, backend, pg_timeout)
+    pool = _POOLS.get(key)
+    if pool is None or not pool.alive():
+        if pool is not None:
+            pool.close()
+        pool = _POOLS[key] = RankPool(world_size, backend, pg_timeout, workdir)
+    try:
+        return pool.run(fn, args, timeout)
+    except BaseException:
+        _POOLS.pop(key, None)
+        pool.close()
+        raise
+
+
+def close_pools() -> None:
+    """End every warm pool of this process."""
+    while _POOLS:
+        _POOLS.popitem()[1].close()
