@@ -214,3 +214,27 @@ def test_ulp_distance_counts_float32_steps(x: float, steps: int) -> None:
         moved = torch.nextafter(moved, torch.tensor([float("inf")]))
     assert ulp_distance(start, moved) == steps, (start.item(), moved.item())
     assert ulp_distance(moved, start) == steps
+
+
+def test_each_side_runs_once_per_process_and_the_eager_reference_serves_both_executors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No repeated work: a replayed spec is served from the process's runs, and the legacy executor's
+    eager reference (TE's fused update) is the functional executor's fused-update measurement."""
+    from teparity import paritychecks
+
+    monkeypatch.setattr(paritychecks, "_SIDE_RUNS", paritychecks.collections.OrderedDict())
+    calls: list[tuple[str, str, str]] = []
+
+    def runner(fn, spec, *, world_size):
+        calls.append((spec.side, spec.executor, spec.scale_update))
+        return [[_run()]]
+
+    spec = SideSpec("eager", "legacy", "delayed", (Case(activation=None),), steps=2)
+    legacy = paritychecks.run_pair(runner, spec, 1, measure_fused=True)
+    functional = paritychecks.run_pair(runner, dataclasses.replace(spec, executor="functional"), 1, measure_fused=True)
+    again = paritychecks.run_pair(runner, dataclasses.replace(spec, executor="functional"), 1, measure_fused=True)
+    assert calls == [
+        ("eager", "legacy", "fused"), ("thunder", "legacy", "fused"),
+        ("eager", "functional", "python"), ("thunder", "functional", "fused"),
+    ]
+    assert functional.eager_fused is legacy.eager and again.thunder is functional.thunder
+    assert legacy.eager_fused is None and functional.spec.scale_update == "python"
