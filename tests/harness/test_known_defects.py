@@ -269,3 +269,39 @@ def test_the_registry_document_is_current() -> None:
     assert (REPO / "docs" / "known-defects.md").read_text() == known_defects.markdown(), (
         "regenerate: python -m teparity known-defects > docs/known-defects.md"
     )
+
+
+def test_a_thunder_release_with_a_te_it_does_not_accept_fails_the_gate_loudly(pytester: pytest.Pytester) -> None:
+    """thunder 0.2.6 with TE 1.8 (it accepts TE >= 2.0): every gate test fails with that reason, where
+    the checks would otherwise see a fallback or skip; a test that is no gate check is left alone."""
+    pytester.makeconftest(
+        """
+        import teparity.plugin
+        from teparity.versions import Environment, ExecutorInfo, Versions
+
+        ENV = Environment(
+            versions=Versions(torch="2.11.0", thunder="0.2.6", transformer_engine="1.8.0"), gpus=(),
+            executors={k: ExecutorInfo(k, "m", "a") for k in ("legacy", "functional")},
+            te_import_error=None, thunder_import_error=None,
+        )
+        teparity.plugin._environment = lambda: ENV
+        """
+    )
+    pytester.makepyfile(
+        test_pair="""
+        import pytest
+
+        @pytest.mark.check("bwd-sync-placement[1proc]")
+        def test_gate():
+            pass
+
+        def test_not_a_gate_check():
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "teparity.plugin", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines([
+        "*AN UNSUPPORTED PAIR (every gate test fails): lightning-thunder 0.2.6 does not support TransformerEngine 1.8.0*",
+        "*lightning-thunder 0.2.6 does not support TransformerEngine 1.8.0: it accepts TE >=2.0*",
+    ])

@@ -136,3 +136,19 @@ def test_a_legacy_module_whose_te_imports_failed_is_labelled_with_the_import_tha
     module.TE_AVAILABLE = False
     monkeypatch.setattr(versions, "installed_version", lambda name: None)
     assert versions._te_imports_failed(module) is None  # no TE at all: an ordinary skip, elsewhere
+
+
+@pytest.mark.parametrize(
+    ("thunder", "te", "unsupported"),
+    [
+        ("0.2.6", "1.8.0", True), ("0.2.4", "1.8.0", True), ("0.2.1", "1.8.0", True),
+        ("0.2.1", "1.9.0", False), ("0.2.6", "2.0.0", False), ("0.2.6", "2.12.0", False),
+        ("0.2.0.dev20240728", "1.8.0", False), ("0.2.7.dev20260201", "2.12.0", False), ("0.2.6", None, False),
+    ],
+)
+def test_a_thunder_release_paired_with_a_te_it_does_not_accept_is_named(thunder: str, te: str | None, unsupported: bool) -> None:
+    """Read in each release's TE executor (LooseVersion gates): such a pair can only fall back or fail."""
+    said = _env(te=te, thunder=thunder).unsupported_pair()
+    assert (said is not None) == unsupported, said
+    if unsupported:
+        assert said.startswith(f"lightning-thunder {thunder} does not support TransformerEngine {te}: it accepts TE ")
