@@ -22,8 +22,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from teparity.parity import Case, SideSpec, run_side  # noqa: E402
+from teparity.parity import run_side  # noqa: E402
 from teparity.ranks import run_ranks  # noqa: E402
+from teparity.sides import Case, SideSpec  # noqa: E402
 
 CASE = Case(activation=None, dtype="bfloat16")
 Grads = list[dict[str, torch.Tensor]]  # per rank: parameter name -> step-0 gradient

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import torch
 
 from teparity.fp8state import Snapshot
-from teparity.parity import CaseRun
+from teparity.sides import CaseRun
 from teparity.tolerances import Tolerance
 
 MAX_LISTED = 12

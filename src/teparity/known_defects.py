@@ -22,7 +22,12 @@ from typing import Any
 
 from packaging.specifiers import SpecifierSet
 
-from teparity.failures import GateFailure, PartedFromEager, ReducedOutsideTheGroup, SilentFallback
+from teparity.failures import (
+    GateFailure,
+    PartedFromEager,
+    ReducedOutsideTheGroup,
+    SilentFallback,
+)
 from teparity.versions import Environment, Versions, parse_version
 
 Predicate = Callable[[dict[str, Any], Environment], bool]

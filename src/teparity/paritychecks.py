@@ -16,10 +16,16 @@ import dataclasses
 from typing import Any
 
 from teparity import tolerances
-from teparity.compare import Comparison, compare_across_ranks, compare_numerics, compare_state
+from teparity.compare import (
+    Comparison,
+    compare_across_ranks,
+    compare_numerics,
+    compare_state,
+)
 from teparity.failures import PartedFromEager, SilentFallback
 from teparity.fp8state import Snapshot
-from teparity.parity import CaseRun, ScaleUpdate, SideSpec, fp8_groups, run_side
+from teparity.parity import run_side
+from teparity.sides import CaseRun, ScaleUpdate, SideSpec, fp8_groups
 from teparity.traces import (
     Violation,
     assert_no_violations,

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+
 def still_running(pids: Iterable[int]) -> list[int]:
     """The processes among ``pids`` that are alive and not zombies (dead children not yet reaped)."""
 

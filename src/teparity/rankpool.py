@@ -49,7 +49,7 @@ def _pool_rank_main(
     """Entry point of a warm rank: start as a fresh rank does, then run tasks until told to stop."""
     start_rank(rank, world_size, workdir, parent_pid)
     try:
-        join_group(rank, world_size, backend, workdir, pg_timeout_s)
+        join_group(rank, world_size, backend, workdir, pg_timeout_s, preload=True)
     except BaseException:
         conn.send(("error", traceback.format_exc()))
         os._exit(1)

@@ -102,9 +102,10 @@ def start_rank(rank: int, world_size: int, workdir: str, parent_pid: int) -> Any
     return log
 
 
-def join_group(rank: int, world_size: int, backend: Backend, workdir: str, pg_timeout_s: float) -> None:
-    """Import the systems under test (timing each, into the log), apply injected mutations, and join the
-    process group through a rendezvous file in ``workdir``."""
+def join_group(rank: int, world_size: int, backend: Backend, workdir: str, pg_timeout_s: float, *, preload: bool = False) -> None:
+    """Apply injected mutations and join the process group through a rendezvous file in ``workdir``; with
+    ``preload`` (a warm rank, which pays it once) import TE and thunder first. Each step's time goes to
+    the log."""
     clock = time.monotonic()
     timings = []
 
@@ -118,21 +119,22 @@ def join_group(rank: int, world_size: int, backend: Backend, workdir: str, pg_ti
     import torch.distributed as dist
 
     took("import torch")
-    from teparity.versions import installed_version
+    if preload:
+        from teparity.versions import installed_version
 
-    if installed_version("transformer_engine") is not None and torch.cuda.is_available():
-        import transformer_engine.pytorch  # noqa: F401
+        if installed_version("transformer_engine") is not None and torch.cuda.is_available():
+            import transformer_engine.pytorch  # noqa: F401
 
-        took("import transformer_engine")
-    import thunder  # noqa: F401
+            took("import transformer_engine")
+        import thunder  # noqa: F401
 
-    took("import thunder")
+        took("import thunder")
     from teparity import mutations
 
     mutations.apply_from_env()
     if backend == "nccl":
         torch.cuda.set_device(rank)
-    if torch.cuda.is_available():
+    if preload and torch.cuda.is_available():
         torch.cuda.init()
         took("CUDA init")
     dist.init_process_group(
@@ -157,7 +159,8 @@ def reset_between_sides() -> None:
         from teparity.versions import fp8_global_state_manager
 
         fp8_global_state_manager().reset()
-    torch._dynamo.reset()
+    if "torch._dynamo" in sys.modules:  # nothing compiled before dynamo was imported
+        torch._dynamo.reset()
     torch.manual_seed(0)
     gc.collect()
     if torch.cuda.is_available() and torch.cuda.is_initialized():

@@ -15,7 +15,7 @@ from teparity.traces import TraceSummary, summarize
 from teparity.versions import executor_module, find_te_executors, jit_ddp, jit_options
 
 if TYPE_CHECKING:
-    from teparity.parity import SideSpec
+    from teparity.sides import SideSpec
 
 
 @dataclasses.dataclass(frozen=True)

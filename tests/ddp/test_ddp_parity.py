@@ -11,7 +11,6 @@ import pytest
 
 from teparity.compare import Comparison, compare_across_ranks
 from teparity.failures import ReducedOutsideTheGroup
-from teparity.parity import Case, SideSpec, fp8_groups
 from teparity.paritychecks import (
     Pair,
     assert_parity,
@@ -24,6 +23,7 @@ from teparity.paritychecks import (
     steps_compared_with_eager,
     sync_counts,
 )
+from teparity.sides import Case, SideSpec, fp8_groups
 
 pytestmark = [pytest.mark.fp8, pytest.mark.multirank]
 EXECUTORS = ["legacy", "functional"]

@@ -20,9 +20,19 @@ from teparity.compare import (
     state_is_empty,
     ulp_distance,
 )
-from teparity.parity import Case, CaseRun, SideSpec, StepRecord, fp8_groups
-from teparity.paritychecks import assert_parity, case_errors, compare_sides, steps_compared_with_eager
-from teparity.traces import SymbolRow, TraceSummary, check_functional_updates, check_te_claims
+from teparity.paritychecks import (
+    assert_parity,
+    case_errors,
+    compare_sides,
+    steps_compared_with_eager,
+)
+from teparity.sides import Case, CaseRun, SideSpec, StepRecord, fp8_groups
+from teparity.traces import (
+    SymbolRow,
+    TraceSummary,
+    check_functional_updates,
+    check_te_claims,
+)
 
 
 def _state(scale: float = 448.0, history: tuple[float, ...] = (0.0, 1.5, 2.0)) -> dict:

@@ -10,9 +10,9 @@ import pytest
 
 from teparity.killmatrix import run_gate
 from teparity.mutations import CATALOG
-from teparity.parity import Case, SideSpec
 from teparity.ranks import STACK_DUMP_WAIT_S, RanksFailed, run_ranks
 from teparity.scenarios import legacy_ddp_with_sync_skipped_on_last_rank
+from teparity.sides import Case, SideSpec
 
 pytestmark = [pytest.mark.fp8, pytest.mark.multirank]
 REPO = Path(__file__).resolve().parents[2]

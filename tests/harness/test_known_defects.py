@@ -17,7 +17,7 @@ from packaging.specifiers import SpecifierSet
 
 from teparity import known_defects
 from teparity.failures import PartedFromEager, ReducedOutsideTheGroup, SilentFallback
-from teparity.parity import Case
+from teparity.sides import Case
 from teparity.versions import Environment, ExecutorInfo, Versions
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,7 +11,14 @@ import pytest
 from packaging.version import Version
 
 from teparity.envprobe import environment
-from teparity.versions import Environment, ExecutorInfo, GpuInfo, Versions, find_te_executors, installed_version
+from teparity.versions import (
+    Environment,
+    ExecutorInfo,
+    GpuInfo,
+    Versions,
+    find_te_executors,
+    installed_version,
+)
 
 THUNDER = Version(installed_version("lightning-thunder") or "0")
 

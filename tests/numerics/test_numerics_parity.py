@@ -12,8 +12,13 @@ from hypothesis import strategies as st
 
 from teparity import recipes
 from teparity.compare import state_is_empty
-from teparity.parity import Case, SideSpec
-from teparity.paritychecks import assert_parity, context, fused_update_deviation, run_pair
+from teparity.paritychecks import (
+    assert_parity,
+    context,
+    fused_update_deviation,
+    run_pair,
+)
+from teparity.sides import Case, SideSpec
 
 pytestmark = pytest.mark.fp8
 

@@ -13,7 +13,11 @@ import pytest
 
 from teparity.failures import SilentFallback
 from teparity.scenarios import LegacySyncRun, LegacySyncSpec, legacy_sync_run
-from teparity.traces import assert_no_violations, check_backward_sync, check_no_forward_sync
+from teparity.traces import (
+    assert_no_violations,
+    check_backward_sync,
+    check_no_forward_sync,
+)
 
 pytestmark = [pytest.mark.legacy_sync, pytest.mark.parametrize("executor", ["legacy"])]
 STEPS = 3

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from teparity.parity import Case, SideSpec, run_side
+from teparity.parity import run_side
 from teparity.paritychecks import assert_te_claimed, context, trace_violations
+from teparity.sides import Case, SideSpec
 from teparity.traces import assert_no_violations
 
 pytestmark = pytest.mark.fp8
