@@ -192,10 +192,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """Fail every gate test when thunder or TE is installed but does not import, or when this thunder
     release does not support this TE (a gate that cannot test must not pass); skip, before any fixture
     runs, what this machine cannot run, saying what is missing."""
-    if item.get_closest_marker("check") and (broken := _environment().import_failure()):
-        pytest.fail(f"the system under test is installed but does not import: {broken}", pytrace=False)
-    if item.get_closest_marker("check") and (unsupported := _environment().unsupported_pair()):
-        pytest.fail(unsupported, pytrace=False)
+    if item.get_closest_marker("check"):
+        if broken := _environment().import_failure():
+            pytest.fail(f"the system under test is installed but does not import: {broken}", pytrace=False)
+        if unsupported := _environment().unsupported_pair():
+            pytest.fail(unsupported, pytrace=False)
     if item.get_closest_marker("fp8") and (reason := _environment().fp8_reason()):
         pytest.skip(reason)
     if item.get_closest_marker("legacy_sync") and (reason := _environment().backward_sync_reason()):
