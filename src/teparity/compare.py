@@ -29,6 +29,11 @@ class Comparison:
     #: (step, micro-batch) of each numeric difference; micro None for parameter gradients and FP8 state.
     parted_at: list[tuple[int, int | None]] = dataclasses.field(default_factory=list)
 
+    def differ(self, message: str, at: tuple[int, int | None]) -> None:
+        """Record a numeric difference and the (step, micro-batch) where it is."""
+        self.differences.append(message)
+        self.parted_at.append(at)
+
     def first_difference(self) -> tuple[int, int | None] | None:
         """The earliest (step, micro-batch) that differs; within a step, micro-batches before the rest."""
         return min(self.parted_at, key=lambda at: (at[0], at[1] if at[1] is not None else float("inf")), default=None)
@@ -69,8 +74,7 @@ def _close(
 ) -> None:
     result.note(quantity, expected, actual)
     if expected.numel() and not expected.abs().gt(0).any():
-        result.differences.append(f"{where}: eager reference is all zeros (nothing to compare)")
-        result.parted_at.append(at)
+        result.differ(f"{where}: eager reference is all zeros (nothing to compare)", at)
         return
     try:
         torch.testing.assert_close(
@@ -78,8 +82,7 @@ def _close(
             msg=lambda m: f"{where}: {' '.join(m.split())} [rule: rtol {tol.rtol:g} atol {tol.atol:g}, {tol.source}]",
         )
     except AssertionError as error:
-        result.differences.append(str(error))
-        result.parted_at.append(at)
+        result.differ(str(error), at)
 
 
 def compare_numerics(eager: CaseRun, thunder: CaseRun, tol: Tolerance, *, rank: int, result: Comparison) -> None:
@@ -91,8 +94,7 @@ def compare_numerics(eager: CaseRun, thunder: CaseRun, tol: Tolerance, *, rank: 
         for micro, (eg, tg) in enumerate(zip(e.input_grads, t.input_grads, strict=True)):
             _close(result, f"{prefix} micro {micro} input grad", f"grad@step{step}", eg, tg, tol, at=(step, micro))
         if sorted(e.param_grads) != sorted(t.param_grads):
-            result.differences.append(f"{prefix}: gradients for {sorted(e.param_grads)} vs thunder {sorted(t.param_grads)}")
-            result.parted_at.append((step, None))
+            result.differ(f"{prefix}: gradients for {sorted(e.param_grads)} vs thunder {sorted(t.param_grads)}", (step, None))
         for name in sorted(set(e.param_grads) & set(t.param_grads)):
             _close(result, f"{prefix} grad of {name}", f"grad@step{step}", e.param_grads[name], t.param_grads[name], tol,
                    at=(step, None))
@@ -103,32 +105,26 @@ def compare_state(
     step: int,
 ) -> None:
     """Amax histories within ``amax_tol``, scales within ``scale_tol`` (zero tolerances: bitwise)."""
-    before = len(result.differences)
+    at = (step, None)
     if sorted(expected) != sorted(actual) or any(sorted(expected[k]) != sorted(actual[k]) for k in expected):
-        result.differences.append(
-            f"{where}: FP8 state covers {_layout(expected)} in the reference but {_layout(actual)} in the other"
-        )
-    else:
-        _compare_roles(expected, actual, amax_tol, scale_tol, where=where, result=result)
-    result.parted_at += [(step, None)] * (len(result.differences) - before)
-
-
-def _compare_roles(
-    expected: Snapshot, actual: Snapshot, amax_tol: Tolerance, scale_tol: Tolerance, *, where: str, result: Comparison
-) -> None:
+        result.differ(f"{where}: FP8 state covers {_layout(expected)} in the reference but {_layout(actual)} in the other", at)
+        return
     for linear in sorted(expected):
         for role in sorted(expected[linear]):
             e, a = expected[linear][role], actual[linear][role]
             here = f"{where} linear {linear} {role}"
-            _state_tensor(result, f"{here} amax_history", "amax_history", e["amax_history"], a["amax_history"], amax_tol)
-            _state_tensor(result, f"{here} scale", "scale", e["scale"], a["scale"], scale_tol)
+            _state_tensor(result, f"{here} amax_history", "amax_history", e["amax_history"], a["amax_history"], amax_tol, at)
+            _state_tensor(result, f"{here} scale", "scale", e["scale"], a["scale"], scale_tol, at)
 
 
-def _state_tensor(result: Comparison, where: str, quantity: str, expected: torch.Tensor, actual: torch.Tensor, tol: Tolerance) -> None:
+def _state_tensor(
+    result: Comparison, where: str, quantity: str, expected: torch.Tensor, actual: torch.Tensor, tol: Tolerance,
+    at: tuple[int, int | None],
+) -> None:
     """Within ``tol.ulps`` float32 ulps, or bitwise (amax histories start as zeros: no zero guard)."""
     result.note(quantity, expected, actual)
     if expected.shape != actual.shape:
-        result.differences.append(f"{where} differs: {_first_mismatch(expected, actual)}")
+        result.differ(f"{where} differs: {_first_mismatch(expected, actual)}", at)
         return
     allowed = tol.ulps or 0
     floats = expected.dtype == actual.dtype == torch.float32
@@ -139,7 +135,7 @@ def _state_tensor(result: Comparison, where: str, quantity: str, expected: torch
         return
     rule = tol.source if allowed else f"bitwise, {tol.source}"
     far = f"; {distance} ulp apart" if distance is not None else ""
-    result.differences.append(f"{where} differs (rule: {rule}): {_first_mismatch(expected, actual)}{far}")
+    result.differ(f"{where} differs (rule: {rule}): {_first_mismatch(expected, actual)}{far}", at)
 
 
 def _layout(snapshot: Snapshot) -> str:

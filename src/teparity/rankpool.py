@@ -28,10 +28,11 @@ from typing import Any
 from teparity.ranks import (
     DEFAULT_PG_TIMEOUT_S,
     FAILURE_GRACE_S,
-    STACK_DUMP_WAIT_S,
     Backend,
     RankFailure,
     RanksFailed,
+    dump_stacks,
+    hang_reason,
     join_group,
     log_tail,
     rerun_line,
@@ -136,12 +137,9 @@ class RankPool:
                         failed_at = time.monotonic()
                         deadline = min(deadline, failed_at + FAILURE_GRACE_S)
         if waiting:
-            why = (f"hung: still running {FAILURE_GRACE_S:g} s after another rank failed" if failed_at is not None
-                   else f"hung: still running at the harness deadline ({timeout:g} s)")
-            for rank in sorted(waiting):
-                _signal(self.processes[rank].pid, signal.SIGUSR1)
-            time.sleep(STACK_DUMP_WAIT_S)
-            failures += [RankFailure(r, "hung", why + "; its Python stack (faulthandler):", log_tail(self.run_dir, r)) for r in sorted(waiting)]
+            why = hang_reason(timeout, after_failure=failed_at is not None)
+            dump_stacks(self.processes[rank].pid for rank in sorted(waiting))
+            failures += [RankFailure(r, "hung", why, log_tail(self.run_dir, r)) for r in sorted(waiting)]
         if not failures:
             return [replies[rank] for rank in range(self.world_size)]
         self.close()
@@ -183,14 +181,6 @@ class RankPool:
             process.join(timeout=10)
         for connection in self.connections:
             connection.close()
-
-
-def _signal(pid: int | None, number: int) -> None:
-    try:
-        if pid is not None:
-            os.kill(pid, number)
-    except ProcessLookupError:
-        pass
 
 
 _POOLS: dict[tuple[Any, ...], RankPool] = {}

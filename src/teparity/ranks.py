@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -353,19 +353,30 @@ def _supervise(processes: list[Any], run_dir: Path, timeout: float) -> dict[int,
         if now >= deadline:
             break
         multiprocessing.connection.wait([p.sentinel for p in alive], timeout=min(0.5, deadline - now))
+    why = hang_reason(timeout, after_failure=failed_at is not None)
+    dump_stacks(p.pid for p in alive)
+    return {processes.index(p): why for p in alive}
+
+
+def hang_reason(timeout: float, *, after_failure: bool) -> str:
+    """Why a rank still running is reported as hung (its stack follows in its log)."""
     why = (
         f"hung: still running {FAILURE_GRACE_S:g} s after another rank failed"
-        if failed_at is not None
+        if after_failure
         else f"hung: still running at the harness deadline ({timeout:g} s)"
     )
-    hung = {processes.index(p): why + "; its Python stack (faulthandler):" for p in alive}
-    for process in alive:
+    return why + "; its Python stack (faulthandler):"
+
+
+def dump_stacks(pids: Iterable[int | None]) -> None:
+    """Ask each rank for every thread's stack (faulthandler, on SIGUSR1) and give them time to write it."""
+    for pid in pids:
         try:
-            os.kill(process.pid, signal.SIGUSR1)
+            if pid is not None:
+                os.kill(pid, signal.SIGUSR1)
         except ProcessLookupError:
             pass
     time.sleep(STACK_DUMP_WAIT_S)
-    return hung
 
 
 def _has_failed(process: Any, rank: int, run_dir: Path) -> bool:
