@@ -22,20 +22,20 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from teparity.parity import run_side  # noqa: E402
-from teparity.ranks import run_ranks  # noqa: E402
-from teparity.sides import Case, SideSpec  # noqa: E402
+from teparity.inrank.sides import run_eager, run_thunder
+from teparity.launch.fresh import run_ranks
+from teparity.records import Case, PairSpec
 
 CASE = Case(activation=None, dtype="bfloat16")
 Grads = list[dict[str, torch.Tensor]]  # per rank: parameter name -> step-0 gradient
 
 
 def collect(world: int, path: str) -> None:
-    base = SideSpec("eager", "legacy", "delayed", (CASE,), steps=1, ddp=False)
+    base = PairSpec("legacy", "delayed", (CASE,), steps=1, ddp=False)
     runs: dict[str, Grads] = {}
-    for side in ("eager", "thunder"):
+    for side, run_side in (("eager", run_eager), ("thunder", run_thunder)):
         for ddp in (False, True):
-            spec = dataclasses.replace(base, side=side, ddp=ddp)
+            spec = dataclasses.replace(base, ddp=ddp)
             by_rank = run_ranks(run_side, spec, world_size=world, backend="nccl", timeout=300)
             runs[f"{side}-{'ddp' if ddp else 'local'}"] = [r[0].steps[0].param_grads for r in by_rank]
     torch.save({"world": world, "runs": runs}, path)

@@ -1,5 +1,5 @@
 """Is the fp32 bias the whole cause of known defect ``functional-fp32-bias-in-fp8-gemm``? A diagnosis behind
-teparity.known_defects, not a gate check (an FP8 GPU host with TE and thunder's functional executor).
+teparity.gate.known_defects, not a gate check (an FP8 GPU host with TE and thunder's functional executor).
 
 One fp32 linear with a bias, one forward under DelayedScaling, three ways: eager ``te.Linear``; thunder's
 functional executor as shipped; and the same executor with ``BasicLinear._functional_forward`` handed the
@@ -22,9 +22,14 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from teparity import recipes  # noqa: E402
-from teparity.models import plain_mlp, seeded_input, te_twin  # noqa: E402
-from teparity.versions import Versions, find_te_executors, jit_options, te_autocast  # noqa: E402
+from teparity.inrank.models import plain_mlp, seeded_input, te_twin
+from teparity.stack import recipes
+from teparity.stack.versions import (
+    Versions,
+    find_te_executors,
+    jit_options,
+    te_autocast,
+)
 
 SIZES = (64, 32)
 

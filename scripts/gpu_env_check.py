@@ -74,8 +74,8 @@ def installed_problems(te_version: str) -> list[str]:
             problems.append(f"{dist}=={got} installed, wanted {te_version}")
     if not problems:
         try:
-            import torch  # noqa: F401  (TE 1.x finds cuDNN through torch's libraries)
             import thunder  # noqa: F401
+            import torch  # noqa: F401  (TE 1.x finds cuDNN through torch's libraries)
             import transformer_engine.pytorch  # noqa: F401
         except Exception as error:  # noqa: BLE001 (any import failure is the finding)
             problems.append(f"import failed: {type(error).__name__}: {error}")

@@ -1,6 +1,6 @@
 """``python -m teparity``: ``doctor`` (what this machine can run, and why not), ``matrix`` (parity
 reports merged into a markdown compatibility table), ``kill-matrix`` (the gate clean and under each
-applicable mutation from teparity.mutations), ``known-defects`` (the registry as markdown) and ``bench``
+applicable mutation from teparity.tools.mutations), ``known-defects`` (the registry as markdown) and ``bench``
 (the gate with fresh ranks, then warm: wall times, ratio, identical verdicts)."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ import os
 import sys
 from pathlib import Path
 
-from teparity.matrix import compatibility_matrix
-from teparity.report import ParityReport
+from teparity.gate.matrix import compatibility_matrix
+from teparity.gate.report import ParityReport
 
 
 def doctor() -> int:
-    from teparity.envprobe import environment
-    from teparity.ranks import default_backend
+    from teparity.gate.ranks import default_backend
+    from teparity.stack.envprobe import environment
 
     env = environment()
     print(env.versions.describe())
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "doctor":
         return doctor()
     if args.command == "known-defects":
-        from teparity.known_defects import markdown
+        from teparity.gate.known_defects import markdown
 
         sys.stdout.write(markdown())
         return 0
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 def bench_command(pytest_args: list[str], workdir: Path | None) -> int:
     import tempfile
 
-    from teparity.bench import bench
+    from teparity.tools.bench import bench
 
     workdir = workdir or Path(tempfile.mkdtemp(prefix="teparity-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -113,7 +113,7 @@ def kill_matrix_command(paths: list[str], workdir: Path | None, pytest_args: str
     import shlex
     import tempfile
 
-    from teparity.killmatrix import kill_matrix
+    from teparity.tools.killmatrix import kill_matrix
 
     workdir = workdir or Path(tempfile.mkdtemp(prefix="teparity-kills-"))
     workdir.mkdir(parents=True, exist_ok=True)

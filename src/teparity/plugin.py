@@ -9,13 +9,18 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from teparity import known_defects, mutations
-from teparity.report import EVIDENCE_CHARS, ParityReport, TestOutcome
-from teparity.versions import Versions
+from teparity.gate import known_defects
+from teparity.gate.report import EVIDENCE_CHARS, ParityReport, TestOutcome
+from teparity.stack.versions import Versions
+from teparity.tools import mutations
+
+if TYPE_CHECKING:
+    from teparity.gate.pairs import Pairs
+    from teparity.gate.ranks import RankRunner
 
 _PROPERTY = "teparity"
 _EVIDENCE = "teparity_evidence"
@@ -24,7 +29,7 @@ _KNOWN = pytest.StashKey[list[known_defects.KnownDefect]]()
 _MATCHED = "teparity_known_defect"
 
 
-def _positive(kind: type[int] | type[float]) -> Callable[[str], Any]:
+def _positive(kind: type[int | float]) -> Callable[[str], Any]:
     """An option type that refuses values below or at zero with a usage error (not a failing test)."""
 
     def parse(text: str) -> Any:
@@ -78,7 +83,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         choices=sorted(mutations.CATALOG),
-        help="apply a known regression from teparity.mutations in every process, ranks included "
+        help="apply a known regression from teparity.tools.mutations in every process, ranks included "
         "(repeatable; the gate is expected to fail)",
     )
 
@@ -108,7 +113,7 @@ def _register_hypothesis_profiles() -> None:
 
 
 def _environment() -> Any:
-    from teparity.envprobe import environment
+    from teparity.stack.envprobe import environment
 
     return environment()
 
@@ -148,16 +153,16 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """End this process's warm ranks; under torchrun, leave the process group that the multi-rank tests
     joined, all ranks together."""
-    if "teparity.rankpool" in sys.modules:
-        sys.modules["teparity.rankpool"].close_pools()
-    if "teparity.ranks" in sys.modules:
-        sys.modules["teparity.ranks"].leave_joined_group()
+    if "teparity.launch.pool" in sys.modules:
+        sys.modules["teparity.launch.pool"].close_pools()
+    if "teparity.launch.torchrun" in sys.modules:
+        sys.modules["teparity.launch.torchrun"].leave_joined_group()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tag each check's items with (check, executor) so that reports carry them across xdist, and mark
     those that a known upstream defect covers on the installed versions as strict xfails that expect
-    only that defect's signature (``teparity.known_defects``; package metadata only, no import)."""
+    only that defect's signature (``teparity.gate.known_defects``; package metadata only, no import)."""
     versions = Versions.installed()
     for item in items:
         marker = item.get_closest_marker("check")
@@ -213,7 +218,7 @@ def teparity_env() -> Any:
 
 
 def _world_size(config: pytest.Config) -> int:
-    from teparity.ranks import torchrun_world
+    from teparity.launch.torchrun import torchrun_world
 
     if (chosen := config.getoption("teparity_world_size")) is not None:
         return chosen
@@ -227,7 +232,7 @@ def world_size(request: pytest.FixtureRequest) -> int:
 
 
 def _backend(config: pytest.Config) -> str:
-    from teparity.ranks import default_backend
+    from teparity.gate.ranks import default_backend
 
     chosen = config.getoption("teparity_backend")
     return default_backend(_world_size(config)) if chosen == "auto" else chosen
@@ -240,22 +245,24 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session")
-def rank_runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, backend: str) -> Callable[..., list[Any]]:
-    """``run_ranks`` (``--teparity-ranks fresh``) or the warm pool's ``warm_ranks`` bound to the session's
-    deadline, backend and a work directory under pytest's tmp dir. One-rank runs always use gloo."""
-    from teparity.rankpool import warm_ranks
-    from teparity.ranks import run_ranks
+def rank_runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, backend: str) -> RankRunner:
+    """``runner(fn, *args, world_size=N)``: the session's ranks (``--teparity-ranks``; torchrun's own
+    processes under torchrun), its deadline and backend, work directories under pytest's tmp dir."""
+    from teparity.gate.ranks import rank_runner
 
-    launch = warm_ranks if request.config.getoption("teparity_ranks") == "warm" else run_ranks
+    return rank_runner(
+        request.config.getoption("teparity_ranks"), backend, request.config.getoption("teparity_timeout"),
+        lambda: tmp_path_factory.mktemp("ranks"),
+    )
 
-    def run(fn: Callable[..., Any], *args: Any, world_size: int) -> list[Any]:
-        __tracebackhide__ = True
-        return launch(
-            fn, *args, world_size=world_size, backend=backend if world_size > 1 else "gloo",
-            timeout=request.config.getoption("teparity_timeout"), workdir=tmp_path_factory.mktemp("ranks"),
-        )
 
-    return run
+@pytest.fixture
+def parity(teparity_env: Any, rank_runner: RankRunner, backend: str, evidence: Callable[[str], None]) -> Pairs:
+    """Run a parity pair (eager TE against thunder + an executor) on the session's ranks and judge it
+    (``teparity.gate.pairs.Pairs``)."""
+    from teparity.gate.pairs import Pairs
+
+    return Pairs(teparity_env, rank_runner, backend, evidence)
 
 
 @pytest.fixture
@@ -322,7 +329,7 @@ class ParityReporter:
             terminalreporter.write_line(self.report.table())
 
     def pytest_sessionfinish(self, exitstatus: int) -> None:
-        from teparity.ranks import torchrun_world
+        from teparity.launch.torchrun import torchrun_world
 
         # Every torchrun rank judged the same all-gathered evidence: rank 0 alone writes the report.
         joined = torchrun_world()
@@ -333,7 +340,7 @@ class ParityReporter:
             self.report.write(path)
 
     def _environment_section(self) -> dict[str, Any]:
-        from teparity.provenance import teparity_commit
+        from teparity.stack.provenance import teparity_commit
 
         env = _environment()
         return {

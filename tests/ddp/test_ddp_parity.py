@@ -5,25 +5,20 @@ equal across ranks; gradient accumulation; the backward sync count; fp8 groups s
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from teparity.compare import Comparison, compare_across_ranks
-from teparity.failures import ReducedOutsideTheGroup
-from teparity.paritychecks import (
-    Pair,
-    assert_parity,
+from teparity.gate.pairs import Pairs
+from teparity.judge.compare import Comparison, compare_across_ranks
+from teparity.judge.failures import ReducedOutsideTheGroup
+from teparity.judge.parity import (
     assert_te_claimed,
     compare_sides,
     compiled_entries,
-    context,
     fused_update_deviation,
-    run_pair,
     steps_compared_with_eager,
     sync_counts,
 )
-from teparity.sides import Case, SideSpec, fp8_groups
+from teparity.records import Case, Pair, PairSpec, fp8_groups
 
 pytestmark = [pytest.mark.fp8, pytest.mark.multirank]
 EXECUTORS = ["legacy", "functional"]
@@ -34,62 +29,60 @@ CASES = (
 )
 
 
-def _run(spec: SideSpec, env: Any, rank_runner: Any, world_size: int, *, measure_fused: bool = False) -> Pair:
-    if reason := env.executor_reason(spec.executor):
-        pytest.skip(reason)
-    return run_pair(rank_runner, spec, world_size, measure_fused=measure_fused)
-
-
-def _assert_one_sync_per_backward(spec: SideSpec, thunder: list[Any], ctx: str) -> None:
+def _assert_one_sync_per_backward(pair: Pair, ctx: str) -> None:
     """Legacy: te_sync_fp8_meta_bwd's reduce_and_update_fp8_tensors(forward=False) and nothing else."""
     __tracebackhide__ = True
+    spec = pair.spec
     if spec.executor != "legacy":
         return
-    counts = sync_counts(thunder)
+    counts = sync_counts(pair.thunder)
     expected = [spec.micro_batches] * spec.steps
     wrong = {rank: c for rank, by_case in counts.items() for c in by_case.values() if c != expected}
     assert not wrong, f"backward syncs per step should be {expected} on every rank and case, got {counts}; {ctx}"
 
 
-def _assert_ddp_parity(
-    spec: SideSpec, env: Any, rank_runner: Any, world_size: int, backend: str, evidence: Any, *, measure_fused: bool = True
-) -> None:
+def _assert_ddp_parity(pair: Pair, parity: Pairs) -> None:
     __tracebackhide__ = True
-    pair = _run(spec, env, rank_runner, world_size, measure_fused=measure_fused)
-    ctx = context(env, pair.spec, world_size, backend)
+    spec, world_size = pair.spec, pair.world_size
+    ctx = parity.context(pair)
     if spec.micro_batches > 1:
         ctx += f"; thunder cache entries compiled per rank: {compiled_entries(pair.thunder)}"
-    result = assert_parity(pair.eager, pair.thunder, pair.spec, ctx)
-    _assert_one_sync_per_backward(spec, pair.thunder, ctx)
+    result = parity.assert_parity(pair, ctx)
+    _assert_one_sync_per_backward(pair, ctx)
     shape = f"{len(spec.cases)} cases x {spec.steps} steps x {spec.micro_batches} micro-batch(es)"
     if (compared := steps_compared_with_eager(spec, world_size)) < spec.steps:
         shape += f", compared with eager TE at the first {compared} step(s) (3+ ranks sum gradients in another order)"
-    evidence(f"{world_size} ranks ({backend}), {shape}: {result.summary()}{fused_update_deviation(pair)}")
+    parity.evidence(f"{world_size} ranks ({pair.backend}), {shape}: {result.summary()}{fused_update_deviation(pair)}")
+
+
+def _ddp_spec(executor: str, recipe_id: str = "delayed") -> PairSpec:
+    """ddp[recipe]'s run: 3 steps of every case."""
+    return PairSpec(executor, recipe_id, CASES, steps=3, ddp=True)
 
 
 @pytest.mark.parametrize("recipe_id", ["delayed", "delayed-e4m3-len4-max"])
 @pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.check("ddp[{recipe_id}]")
-def test_ddp_matches_torch_ddp(executor: str, recipe_id: str, teparity_env: Any, rank_runner: Any, world_size: int, backend: str, evidence: Any) -> None:
-    spec = SideSpec("eager", executor, recipe_id, CASES, steps=3, ddp=True)
-    _assert_ddp_parity(spec, teparity_env, rank_runner, world_size, backend, evidence)
+def test_ddp_matches_torch_ddp(executor: str, recipe_id: str, parity: Pairs, world_size: int) -> None:
+    _assert_ddp_parity(parity.run(_ddp_spec(executor, recipe_id), world_size=world_size, measure_fused=True), parity)
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.check("ddp-first-step")
-def test_first_ddp_step_matches_torch_ddp(executor: str, teparity_env: Any, rank_runner: Any, world_size: int, backend: str, evidence: Any) -> None:
-    """One step, free of drift between the sides' weights: it tells a first step that is already wrong
-    from trajectories that part later (test_ddp_matches_torch_ddp), and shows state regressions at once."""
-    spec = SideSpec("eager", executor, "delayed", CASES, steps=1, ddp=True)
-    _assert_ddp_parity(spec, teparity_env, rank_runner, world_size, backend, evidence)
+def test_first_ddp_step_matches_torch_ddp(executor: str, parity: Pairs, world_size: int) -> None:
+    """Step 0 alone, free of drift between the sides' weights: it tells a first step that is already wrong
+    from trajectories that part later (ddp[delayed]), and shows state regressions at once. It judges step
+    0 of ddp[delayed]'s run: a pytest process that ran that one runs nothing again."""
+    pair = parity.run(_ddp_spec(executor), world_size=world_size, measure_fused=True).first_steps(1)
+    _assert_ddp_parity(pair, parity)
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.check("ddp-grad-accumulation")
-def test_gradient_accumulation_matches_no_sync(executor: str, teparity_env: Any, rank_runner: Any, world_size: int, backend: str, evidence: Any) -> None:
+def test_gradient_accumulation_matches_no_sync(executor: str, parity: Pairs, world_size: int) -> None:
     """Two micro-batches per step: thunder's skip_data_parallel_grad_sync against torch DDP's no_sync."""
-    spec = SideSpec("eager", executor, "delayed", CASES[:1], steps=2, micro_batches=2, ddp=True)
-    _assert_ddp_parity(spec, teparity_env, rank_runner, world_size, backend, evidence, measure_fused=False)
+    spec = PairSpec(executor, "delayed", CASES[:1], steps=2, micro_batches=2, ddp=True)
+    _assert_ddp_parity(parity.run(spec, world_size=world_size), parity)
 
 
 #: fp8 group layouts smaller than the world: name -> ranks per group.
@@ -99,16 +92,16 @@ GROUP_SIZES = {"per-rank": 1, "subgroups-of-2": 2}
 @pytest.mark.parametrize("layout", list(GROUP_SIZES))
 @pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.check("ddp-fp8-group-{layout}")
-def test_amax_reduction_stays_in_the_fp8_group(executor: str, layout: str, teparity_env: Any, rank_runner: Any, world_size: int, backend: str, evidence: Any) -> None:
+def test_amax_reduction_stays_in_the_fp8_group(executor: str, layout: str, parity: Pairs, world_size: int) -> None:
     """fp8 groups smaller than the world: eager TE reduces amaxes within each group, so thunder must too.
-    Known upstream: both executors reduce over the world (teparity.known_defects, *-fp8-group-ignored)."""
+    Known upstream: both executors reduce over the world (teparity.gate.known_defects, *-fp8-group-ignored)."""
     size = GROUP_SIZES[layout]
     if world_size < 2 * size or world_size % size:
         pytest.skip(f"fp8 groups of {size} rank(s) need a world of 2+ such groups; world size is {world_size} (--teparity-world-size)")
-    spec = SideSpec("eager", executor, "delayed", CASES[:1], steps=3, ddp=True, fp8_group_size=size)
-    pair = _run(spec, teparity_env, rank_runner, world_size)
+    spec = PairSpec(executor, "delayed", CASES[:1], steps=3, ddp=True, fp8_group_size=size)
+    pair = parity.run(spec, world_size=world_size)
     eager, thunder = pair.eager, pair.thunder
-    ctx = context(teparity_env, pair.spec, world_size, backend)
+    ctx = parity.context(pair)
     groups = fp8_groups(world_size, size)
     # The check sees a wrong group only if eager TE reduced within each group and the groups differ.
     within, across = Comparison(), Comparison()
@@ -119,7 +112,7 @@ def test_amax_reduction_stays_in_the_fp8_group(executor: str, layout: str, tepar
     if not across.differences:
         pytest.fail(f"eager FP8 state is equal across the fp8 groups {groups}: inputs not rank-dependent? {ctx}")
     assert_te_claimed(thunder, spec, ctx)
-    result = compare_sides(eager, thunder, pair.spec)
+    result = compare_sides(eager, thunder, spec)
     if result.differences:
         world = Comparison()
         compare_across_ranks(thunder, result=world)
@@ -128,4 +121,4 @@ def test_amax_reduction_stays_in_the_fp8_group(executor: str, layout: str, tepar
                            f"{world_size} ranks: {not world.differences}); {ctx}"),
             executor=executor, thunder_equal_across_world=not world.differences,
         )
-    evidence(f"{world_size} ranks ({backend}), fp8 groups {groups}: {result.summary()}")
+    parity.evidence(f"{world_size} ranks ({pair.backend}), fp8 groups {groups}: {result.summary()}")

@@ -11,8 +11,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from teparity import tolerances
-from teparity.compare import (
+from teparity.judge import tolerances
+from teparity.judge.compare import (
     Comparison,
     compare_across_ranks,
     compare_numerics,
@@ -20,19 +20,19 @@ from teparity.compare import (
     state_is_empty,
     ulp_distance,
 )
-from teparity.paritychecks import (
+from teparity.judge.parity import (
     assert_parity,
     case_errors,
     compare_sides,
     steps_compared_with_eager,
 )
-from teparity.sides import Case, CaseRun, SideSpec, StepRecord, fp8_groups
-from teparity.traces import (
+from teparity.judge.traces import (
     SymbolRow,
     TraceSummary,
     check_functional_updates,
     check_te_claims,
 )
+from teparity.records import Case, CaseRun, PairSpec, StepRecord, fp8_groups
 
 
 def _state(scale: float = 448.0, history: tuple[float, ...] = (0.0, 1.5, 2.0)) -> dict:
@@ -62,7 +62,7 @@ def _run(*, output: float = 1.0, grad: float = 0.5, state: dict | None = None, c
     return run
 
 
-SPEC = SideSpec("eager", "legacy", "delayed", (Case(activation=None),), steps=2)
+SPEC = PairSpec("legacy", "delayed", (Case(activation=None),), steps=2)
 
 
 def test_identical_evidence_passes_every_check() -> None:
@@ -227,24 +227,32 @@ def test_ulp_distance_counts_float32_steps(x: float, steps: int) -> None:
 
 
 def test_each_side_runs_once_per_process_and_the_eager_reference_serves_both_executors(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No repeated work: a replayed spec is served from the process's runs, and the legacy executor's
-    eager reference (TE's fused update) is the functional executor's fused-update measurement."""
-    from teparity import paritychecks
+    """No repeated work: a replayed spec is served from the process's runs, the legacy executor's eager
+    reference (TE's fused update) is the functional executor's fused-update measurement, and the first
+    step of a run is judged from that run."""
+    import collections
+    import types
 
-    monkeypatch.setattr(paritychecks, "_SIDE_RUNS", paritychecks.collections.OrderedDict())
-    calls: list[tuple[str, str, str]] = []
+    from teparity.gate import pairs
 
-    def runner(fn, spec, *, world_size):
-        calls.append((spec.side, spec.executor, spec.scale_update))
+    monkeypatch.setattr(pairs, "_SIDE_RUNS", collections.OrderedDict())
+    calls: list[tuple[str, str, str | None]] = []
+
+    def runner(fn, spec, *update, world_size):
+        calls.append((fn.__name__, spec.executor, *update))
         return [[_run()]]
 
-    spec = SideSpec("eager", "legacy", "delayed", (Case(activation=None),), steps=2)
-    legacy = paritychecks.run_pair(runner, spec, 1, measure_fused=True)
-    functional = paritychecks.run_pair(runner, dataclasses.replace(spec, executor="functional"), 1, measure_fused=True)
-    again = paritychecks.run_pair(runner, dataclasses.replace(spec, executor="functional"), 1, measure_fused=True)
+    env = types.SimpleNamespace(executor_reason=lambda executor: None)
+    parity = pairs.Pairs(env, runner, "gloo", lambda summary: None)
+    spec = PairSpec("legacy", "delayed", (Case(activation=None),), steps=2)
+    legacy = parity.run(spec, measure_fused=True)
+    functional = parity.run(dataclasses.replace(spec, executor="functional"), measure_fused=True)
+    again = parity.run(dataclasses.replace(spec, executor="functional"), measure_fused=True)
+    first = again.first_steps(1)
     assert calls == [
-        ("eager", "legacy", "fused"), ("thunder", "legacy", "fused"),
-        ("eager", "functional", "python"), ("thunder", "functional", "fused"),
+        ("run_eager", "legacy", "fused"), ("run_thunder", "legacy"),
+        ("run_eager", "functional", "python"), ("run_thunder", "functional"),
     ]
     assert functional.eager_fused is legacy.eager and again.thunder is functional.thunder
-    assert legacy.eager_fused is None and functional.spec.scale_update == "python"
+    assert legacy.eager_fused is None and functional.scale_update == "python"
+    assert first.spec.steps == 1 and [len(r.steps) for side in (first.eager, first.thunder) for runs in side for r in runs] == [1, 1]

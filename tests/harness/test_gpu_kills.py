@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from teparity.killmatrix import run_gate
-from teparity.mutations import CATALOG
-from teparity.ranks import STACK_DUMP_WAIT_S, RanksFailed, run_ranks
-from teparity.scenarios import legacy_ddp_with_sync_skipped_on_last_rank
-from teparity.sides import Case, SideSpec
+from teparity.inrank.scenarios import legacy_ddp_with_sync_skipped_on_last_rank
+from teparity.launch.fresh import run_ranks
+from teparity.launch.outcome import STACK_DUMP_WAIT_S, RanksFailed
+from teparity.records import Case, PairSpec
+from teparity.tools.killmatrix import run_gate
+from teparity.tools.mutations import CATALOG
 
 pytestmark = [pytest.mark.fp8, pytest.mark.multirank]
 REPO = Path(__file__).resolve().parents[2]
@@ -68,7 +69,7 @@ def test_the_gpu_tiers_kill(mutation: str, tmp_path: Path) -> None:
 def test_the_fp8_group_is_checked_once_a_build_honours_it(tmp_path: Path) -> None:
     """``fp8-group-ignored`` needs an executor that reduces within fp8_group (none yet: the strict
     xfails of ddp-fp8-group-per-rank); there, the per-rank-group test must pass clean and fail mutated."""
-    from teparity.envprobe import environment
+    from teparity.stack.envprobe import environment
 
     if reason := CATALOG["fp8-group-ignored"].unavailable_reason(environment()):
         pytest.skip(reason)
@@ -84,7 +85,7 @@ def test_a_rank_without_the_backward_sync_fails_fast_with_every_stack(tmp_path: 
     if world_size < 2:
         pytest.skip("a mismatched collective needs 2+ ranks (--teparity-world-size)")
     deadline = 90.0
-    spec = SideSpec("thunder", "legacy", "delayed", (Case(),), steps=2, ddp=True)
+    spec = PairSpec("legacy", "delayed", (Case(),), steps=2, ddp=True)
     start = time.monotonic()
     with pytest.raises(RanksFailed) as failed:
         run_ranks(legacy_ddp_with_sync_skipped_on_last_rank, spec, world_size=world_size, backend=backend,
@@ -95,7 +96,7 @@ def test_a_rank_without_the_backward_sync_fails_fast_with_every_stack(tmp_path: 
     assert sorted(by_rank) == list(range(world_size)), str(failed.value)
     # Every stack is inside the run. Under gloo the collective blocks where it is issued, so the peers'
     # stacks name the sync; NCCL's is asynchronous and the host blocks at its next synchronisation.
-    assert all("run_side" in f.detail for f in by_rank.values()), str(failed.value)
+    assert all("run_thunder" in f.detail for f in by_rank.values()), str(failed.value)
     if backend == "gloo":
         peers = [by_rank[rank].detail for rank in range(world_size - 1)]
         assert all("reduce_and_update_fp8_tensors" in d or "te_sync_fp8_meta_bwd" in d for d in peers), str(failed.value)

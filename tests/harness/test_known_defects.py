@@ -15,10 +15,14 @@ from typing import Any
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from teparity import known_defects
-from teparity.failures import PartedFromEager, ReducedOutsideTheGroup, SilentFallback
-from teparity.sides import Case
-from teparity.versions import Environment, ExecutorInfo, Versions
+from teparity.gate import known_defects
+from teparity.judge.failures import (
+    PartedFromEager,
+    ReducedOutsideTheGroup,
+    SilentFallback,
+)
+from teparity.records import Case
+from teparity.stack.versions import Environment, ExecutorInfo, Versions
 
 REPO = Path(__file__).resolve().parents[2]
 GEMM = "RuntimeError: cublaslt_gemm.cu:724 in function cublas_gemm: Unable to find suitable cuBLAS GEMM algorithm"
@@ -157,8 +161,8 @@ def test_coverage_follows_check_executor_and_versions() -> None:
 
 _CONFTEST = """
 import dataclasses
-import teparity.known_defects as kd
-from teparity.versions import Versions
+import teparity.gate.known_defects as kd
+from teparity.stack.versions import Versions
 
 # This run pretends TE 2.12.0 is installed, and registers one entry whose predicate needs no probe.
 Versions.installed = classmethod(lambda cls: Versions(torch="2.11.0", thunder="0.2.6", transformer_engine="2.12.0"))
@@ -167,7 +171,7 @@ kd.REGISTRY = (dataclasses.replace(kd.BY_ID["legacy-executor-loses-te-from-te-2.
 
 _TESTS = """
 import pytest
-from teparity.failures import SilentFallback
+from teparity.judge.failures import SilentFallback
 
 pytestmark = pytest.mark.parametrize("executor", ["legacy"])
 
@@ -255,7 +259,7 @@ def test_an_installed_thunder_that_does_not_import_fails_the_gate(tmp_path: Path
 
 def test_what_is_absent_by_design_still_skips_with_its_reason(tmp_path: Path) -> None:
     """The other side of that line, on this CPU runner: TE is not installed, so the FP8 tiers skip."""
-    from teparity.envprobe import environment
+    from teparity.stack.envprobe import environment
 
     if environment().versions.transformer_engine is not None:
         pytest.skip("TE is installed here: nothing is absent by design")
@@ -277,7 +281,7 @@ def test_a_thunder_release_with_a_te_it_does_not_accept_fails_the_gate_loudly(py
     pytester.makeconftest(
         """
         import teparity.plugin
-        from teparity.versions import Environment, ExecutorInfo, Versions
+        from teparity.stack.versions import Environment, ExecutorInfo, Versions
 
         ENV = Environment(
             versions=Versions(torch="2.11.0", thunder="0.2.6", transformer_engine="1.8.0"), gpus=(),

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from teparity.killmatrix import run_gate
-from teparity.mutations import CATALOG
+from teparity.tools.killmatrix import run_gate
+from teparity.tools.mutations import CATALOG
 
 REPO = Path(__file__).resolve().parents[2]
 PLACEMENT = ("bwd-sync-placement[1proc]", "bwd-sync-placement[ddp]")
@@ -85,7 +85,7 @@ def test_the_kill_matrix_command_runs_clean_and_every_applicable_mutant(tmp_path
 @pytest.mark.parametrize("honours", [False, True])
 def test_the_fp8_group_mutant_applies_only_to_a_build_that_honours_the_group(honours: bool) -> None:
     """No thunder build honours fp8_group yet; the entry must say so, and apply once one does."""
-    from teparity.versions import Environment, ExecutorInfo, GpuInfo, Versions
+    from teparity.stack.versions import Environment, ExecutorInfo, GpuInfo, Versions
 
     functional = ExecutorInfo("functional", "m", "a", executor_present=True, honors_fp8_group=honours)
     env = Environment(

@@ -12,28 +12,29 @@ from pathlib import Path
 
 import pytest
 
-from teparity import rank_faults
-from teparity.ranks import STACK_DUMP_WAIT_S, RanksFailed, run_ranks
+from teparity.inrank import faults
+from teparity.launch.fresh import run_ranks
+from teparity.launch.outcome import STACK_DUMP_WAIT_S, RanksFailed
 
 pytestmark = pytest.mark.multirank
 SPAWN_ALLOWANCE_S = 30.0  # starting and importing torch in every rank on a loaded 2-core runner
 
 
 def _assert_gone(pids: list[int]) -> None:
-    alive = rank_faults.still_running(pids)
+    alive = faults.still_running(pids)
     assert not alive, f"rank processes outlived run_ranks: {alive}"
 
 
 @pytest.mark.parametrize("world_size", [1, 3])
 def test_results_come_back_in_rank_order(world_size: int, tmp_path: Path) -> None:
-    results = run_ranks(rank_faults.sum_of_ranks, world_size=world_size, backend="gloo", workdir=tmp_path)
+    results = run_ranks(faults.sum_of_ranks, world_size=world_size, backend="gloo", workdir=tmp_path)
     total = sum(range(world_size))
     assert results == [(rank, world_size, total) for rank in range(world_size)]
 
 
 def test_a_raising_rank_is_named_with_its_traceback(tmp_path: Path) -> None:
     with pytest.raises(RanksFailed) as failed:
-        run_ranks(rank_faults.raise_on_last_rank, "boom from the last rank", world_size=2, backend="gloo", workdir=tmp_path)
+        run_ranks(faults.raise_on_last_rank, "boom from the last rank", world_size=2, backend="gloo", workdir=tmp_path)
     by_rank = {f.rank: f for f in failed.value.failures}
     assert by_rank[1].kind == "raised"
     assert "ValueError: boom from the last rank" in by_rank[1].detail
@@ -45,7 +46,7 @@ def test_a_raising_rank_is_named_with_its_traceback(tmp_path: Path) -> None:
 
 def test_a_rank_that_exits_reports_its_exit_code(tmp_path: Path) -> None:
     with pytest.raises(RanksFailed) as failed:
-        run_ranks(rank_faults.exit_on_last_rank, 7, world_size=2, backend="gloo", workdir=tmp_path)
+        run_ranks(faults.exit_on_last_rank, 7, world_size=2, backend="gloo", workdir=tmp_path)
     by_rank = {f.rank: f for f in failed.value.failures}
     assert by_rank[1].kind == "exited"
     assert "exited with code 7" in by_rank[1].summary
@@ -54,7 +55,7 @@ def test_a_rank_that_exits_reports_its_exit_code(tmp_path: Path) -> None:
 
 def test_a_killed_rank_reports_its_signal(tmp_path: Path) -> None:
     with pytest.raises(RanksFailed) as failed:
-        run_ranks(rank_faults.kill_last_rank, world_size=2, backend="gloo", workdir=tmp_path)
+        run_ranks(faults.kill_last_rank, world_size=2, backend="gloo", workdir=tmp_path)
     by_rank = {f.rank: f for f in failed.value.failures}
     assert by_rank[1].kind == "signaled"
     assert "SIGKILL" in by_rank[1].summary
@@ -70,7 +71,7 @@ def test_a_hang_fails_within_the_deadline_with_every_stack_and_no_orphans(world_
     with pytest.raises(RanksFailed) as failed:
         # A process-group timeout far beyond the deadline: the harness, not gloo, must end this.
         run_ranks(
-            rank_faults.skip_collective_on_last_rank, world_size=world_size, backend="gloo",
+            faults.skip_collective_on_last_rank, world_size=world_size, backend="gloo",
             timeout=deadline, pg_timeout=600, workdir=tmp_path,
         )
     elapsed = time.monotonic() - start
@@ -88,10 +89,10 @@ def test_ranks_die_with_their_parent(tmp_path: Path) -> None:
     """If the parent is SIGKILLed (no finally runs), PR_SET_PDEATHSIG still ends every rank."""
     script = tmp_path / "parent.py"
     script.write_text(textwrap.dedent(f"""
-        from teparity import rank_faults
-        from teparity.ranks import run_ranks
+        from teparity.inrank import faults
+        from teparity.launch.fresh import run_ranks
         if __name__ == "__main__":
-            run_ranks(rank_faults.skip_collective_on_last_rank, world_size=2, backend="gloo",
+            run_ranks(faults.skip_collective_on_last_rank, world_size=2, backend="gloo",
                       timeout=600, pg_timeout=600, workdir={str(tmp_path)!r})
     """))
     parent = subprocess.Popen([sys.executable, str(script)])
@@ -102,7 +103,7 @@ def test_ranks_die_with_their_parent(tmp_path: Path) -> None:
         parent.send_signal(signal.SIGKILL)
         parent.wait()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and rank_faults.still_running(ranks):
+    while time.monotonic() < deadline and faults.still_running(ranks):
         time.sleep(0.1)
     _assert_gone(ranks)
 
@@ -148,12 +149,12 @@ def test_two_xdist_workers_run_ranks_at_once(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_concurrent="""
         import pytest
-        from teparity import rank_faults
-        from teparity.ranks import run_ranks
+        from teparity.inrank import faults
+        from teparity.launch.fresh import run_ranks
 
         @pytest.mark.parametrize("n", range(4))
         def test_ranks(n, tmp_path):
-            assert run_ranks(rank_faults.sum_of_ranks, world_size=2, backend="gloo", workdir=tmp_path) == [(0, 2, 1), (1, 2, 1)]
+            assert run_ranks(faults.sum_of_ranks, world_size=2, backend="gloo", workdir=tmp_path) == [(0, 2, 1), (1, 2, 1)]
         """
     )
     result = pytester.runpytest_subprocess("-n", "2", "-p", "teparity.plugin", "-p", "no:cacheprovider")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from teparity.report import ParityReport, TestOutcome
+from teparity.gate.report import ParityReport, TestOutcome
 
 
 def test_a_failure_dominates_a_cell_and_a_skip_keeps_its_reason() -> None:

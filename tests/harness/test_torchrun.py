@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [
     pytest.mark.multirank,
@@ -27,13 +26,13 @@ def _torchrun(*args: str, cwd: Path) -> str:
     return output
 
 
-def test_run_ranks_joins_the_torchrun_group_instead_of_spawning(tmp_path: Path) -> None:
+def test_the_gate_runner_joins_the_torchrun_group_instead_of_spawning(tmp_path: Path) -> None:
     script = tmp_path / "join.py"
     script.write_text(
         "import os\n"
-        "from teparity import rank_faults\n"
-        "from teparity.ranks import leave_joined_group, run_ranks\n"
-        "pids = run_ranks(rank_faults.pid_of_rank, world_size=2, backend='gloo')\n"
+        "from teparity.inrank import faults\n"
+        "from teparity.gate.ranks import rank_runner\nfrom teparity.launch.torchrun import leave_joined_group\n"
+        "pids = rank_runner('fresh', 'gloo', 60.0, lambda: None)(faults.pid_of_rank, world_size=2)\n"
         "print('joined' if os.getpid() in pids and len(set(pids)) == 2 else f'spawned {pids}', flush=True)\n"
         "leave_joined_group()\n"
     )

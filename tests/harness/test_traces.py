@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from teparity.envprobe import environment
-from teparity.traces import (
+from teparity.judge.traces import (
     SymbolRow,
     TraceSummary,
     assert_no_violations,
@@ -17,6 +16,7 @@ from teparity.traces import (
     check_no_forward_sync,
     summarize,
 )
+from teparity.stack.envprobe import environment
 
 
 @pytest.fixture(scope="module")
@@ -26,9 +26,9 @@ def real_traces() -> tuple[Any, Any]:
         pytest.skip(reason)
     import thunder
 
-    from teparity.models import plain_mlp
-    from teparity.syncspy import record_fp8_syncs
-    from teparity.versions import executor_module, find_te_executors, jit_options
+    from teparity.inrank.models import plain_mlp
+    from teparity.inrank.syncspy import record_fp8_syncs
+    from teparity.stack.versions import executor_module, find_te_executors, jit_options
 
     info = find_te_executors()["legacy"]
     jitted = thunder.jit(plain_mlp(), **jit_options(info))

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from teparity.envprobe import environment
-from teparity.versions import (
+from teparity.stack.envprobe import environment
+from teparity.stack.versions import (
     Environment,
     ExecutorInfo,
     GpuInfo,
@@ -118,7 +118,7 @@ def test_a_legacy_module_whose_te_imports_failed_is_labelled_with_the_import_tha
     failing import, replayed from the module's own source (its warning is gone once thunder imported it)."""
     import importlib.util
 
-    from teparity import versions
+    from teparity.stack import versions
 
     source = tmp_path / "legacy_like.py"
     source.write_text(

@@ -4,21 +4,15 @@ steps (forward, backward, SGD step): outputs, input/weight/bias gradients and th
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from teparity import recipes
-from teparity.compare import state_is_empty
-from teparity.paritychecks import (
-    assert_parity,
-    context,
-    fused_update_deviation,
-    run_pair,
-)
-from teparity.sides import Case, SideSpec
+from teparity.gate.pairs import Pairs
+from teparity.judge.compare import state_is_empty
+from teparity.judge.parity import fused_update_deviation
+from teparity.records import Case, PairSpec
+from teparity.stack import recipes
 
 pytestmark = pytest.mark.fp8
 
@@ -64,26 +58,20 @@ extra_cases = st.lists(
 @pytest.mark.check("numerics[{recipe_id}]")
 @settings(max_examples=1, phases=(Phase.explicit, Phase.generate), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(drawn=extra_cases)
-def test_thunder_matches_eager_te(
-    executor: str, recipe_id: str, drawn: list[Case], teparity_env: Any, rank_runner: Any, evidence: Any
-) -> None:
-    _assert_numerics(SideSpec("eager", executor, recipe_id, cases=FIXED_CASES + tuple(drawn), steps=3), teparity_env, rank_runner, evidence)
+def test_thunder_matches_eager_te(executor: str, recipe_id: str, drawn: list[Case], parity: Pairs) -> None:
+    _assert_numerics(PairSpec(executor, recipe_id, cases=FIXED_CASES + tuple(drawn), steps=3), parity)
 
 
 @pytest.mark.parametrize("executor", ["legacy", "functional"])
 @pytest.mark.check("numerics-fp32-bias")
-def test_fp32_parameters_with_bias(executor: str, teparity_env: Any, rank_runner: Any, evidence: Any) -> None:
+def test_fp32_parameters_with_bias(executor: str, parity: Pairs) -> None:
     """fp32 parameters with a bias: cuBLASLt has no FP8 GEMM with an fp32 bias, so TE must not fuse it."""
-    _assert_numerics(SideSpec("eager", executor, "delayed", cases=FP32_BIAS_CASES, steps=3), teparity_env, rank_runner, evidence)
+    _assert_numerics(PairSpec(executor, "delayed", cases=FP32_BIAS_CASES, steps=3), parity)
 
 
-def _assert_numerics(spec: SideSpec, teparity_env: Any, rank_runner: Any, evidence: Any) -> None:
+def _assert_numerics(spec: PairSpec, parity: Pairs) -> None:
     __tracebackhide__ = True
-    if reason := teparity_env.executor_reason(spec.executor) or recipes.unsupported_reason(spec.recipe_id, spec.executor):
-        pytest.skip(reason)
-    pair = run_pair(rank_runner, spec, 1, measure_fused=True)
-    ctx = context(teparity_env, pair.spec, 1, "gloo")
-
-    result = assert_parity(pair.eager, pair.thunder, pair.spec, ctx)
+    pair = parity.run(spec, world_size=1, measure_fused=True)
+    result = parity.assert_parity(pair)
     stateless = " (recipe keeps no scaling state)" if state_is_empty(pair.eager) else ""
-    evidence(f"{len(spec.cases)} cases x {spec.steps} steps: {result.summary()}{stateless}{fused_update_deviation(pair)}")
+    parity.evidence(f"{len(spec.cases)} cases x {spec.steps} steps: {result.summary()}{stateless}{fused_update_deviation(pair)}")

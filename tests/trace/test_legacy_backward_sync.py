@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from teparity.failures import SilentFallback
-from teparity.scenarios import LegacySyncRun, LegacySyncSpec, legacy_sync_run
-from teparity.traces import (
+from teparity.inrank.scenarios import LegacySyncRun, LegacySyncSpec, legacy_sync_run
+from teparity.judge.failures import SilentFallback
+from teparity.judge.traces import (
     assert_no_violations,
     check_backward_sync,
     check_no_forward_sync,

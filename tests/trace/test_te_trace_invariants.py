@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from teparity.parity import run_side
-from teparity.paritychecks import assert_te_claimed, context, trace_violations
-from teparity.sides import Case, SideSpec
-from teparity.traces import assert_no_violations
+from teparity.gate.ranks import RankRunner
+from teparity.inrank.sides import run_thunder
+from teparity.judge.parity import assert_te_claimed, trace_violations
+from teparity.judge.traces import assert_no_violations
+from teparity.records import Case, PairSpec
 
 pytestmark = pytest.mark.fp8
 #: bf16 parameters, three linears, a 3-D input: every executor runs it on TE 2.9 and later.
@@ -25,12 +26,12 @@ CASE = Case(sizes=(48, 64, 32, 16), bias=False, lead_shape=(2, 8), activation=No
 
 @pytest.mark.parametrize("executor", ["legacy", "functional"])
 @pytest.mark.check("te-trace-invariants[1proc]")
-def test_te_trace_invariants(executor: str, teparity_env: Any, rank_runner: Any, evidence: Any) -> None:
+def test_te_trace_invariants(executor: str, teparity_env: Any, rank_runner: RankRunner, evidence: Any) -> None:
     if reason := teparity_env.executor_reason(executor):
         pytest.skip(reason)
-    spec = SideSpec("thunder", executor, "delayed", (CASE,), steps=2)
-    thunder = rank_runner(run_side, spec, world_size=1)
-    ctx = context(teparity_env, spec, 1, "none")
+    spec = PairSpec(executor, "delayed", (CASE,), steps=2)
+    thunder = rank_runner(run_thunder, spec, world_size=1)
+    ctx = f"{teparity_env.versions.describe()}; executor {teparity_env.executors[executor].label()}; recipe delayed, 1 process"
     run = thunder[0][0]
     assert_te_claimed(thunder, spec, ctx)
     assert run.error is None, f"the thunder run raised; {ctx}\n{run.error}"

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from teparity.records import Snapshot
+
 FORWARD_ROLES = ("input", "weight")
 BACKWARD_ROLES = ("grad_output",)
-
-Snapshot = dict[str, dict[str, dict[str, Any]]]
 
 
 def _roles(state: Any, roles: tuple[str, ...]) -> dict[str, dict[str, Any]]:

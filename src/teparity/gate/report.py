@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from teparity.versions import EXECUTOR_KINDS
+from teparity.stack.versions import EXECUTOR_KINDS
 
 Outcome = Literal["pass", "FAIL", "XPASS", "known", "skip"]
 #: Cell precedence: what a reader must see first.
@@ -30,7 +30,7 @@ class TestOutcome:
     #: For a pass: what the test recorded as evidence; for a failure or a known defect: the head of its
     #: message; for an XPASS: the entry's reason; for a skip: the reason.
     evidence: str
-    #: The registry entry (teparity.known_defects) a "known" outcome matched.
+    #: The registry entry (teparity.gate.known_defects) a "known" outcome matched.
     known_defect: str | None = None
 
 

@@ -10,12 +10,17 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from teparity.syncspy import record_fp8_syncs
-from teparity.traces import TraceSummary, summarize
-from teparity.versions import executor_module, find_te_executors, jit_ddp, jit_options
+from teparity.inrank.syncspy import record_fp8_syncs
+from teparity.judge.traces import TraceSummary, summarize
+from teparity.stack.versions import (
+    executor_module,
+    find_te_executors,
+    jit_ddp,
+    jit_options,
+)
 
 if TYPE_CHECKING:
-    from teparity.sides import SideSpec
+    from teparity.records import PairSpec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +48,7 @@ def legacy_sync_run(rank: int, world_size: int, spec: LegacySyncSpec) -> LegacyS
     import thunder
     import torch
 
-    from teparity.models import plain_mlp, seeded_input
+    from teparity.inrank.models import plain_mlp, seeded_input
 
     info = find_te_executors()["legacy"]
     model = plain_mlp(spec.sizes, seed=0, device=spec.device)
@@ -63,15 +68,15 @@ def legacy_sync_run(rank: int, world_size: int, spec: LegacySyncSpec) -> LegacyS
     return LegacySyncRun(forward, backward, tuple(per_step), record.mode, linears)
 
 
-def legacy_ddp_with_sync_skipped_on_last_rank(rank: int, world_size: int, spec: SideSpec) -> None:
+def legacy_ddp_with_sync_skipped_on_last_rank(rank: int, world_size: int, spec: PairSpec) -> None:
     """A real mismatched collective: the last rank's backward has no FP8 sync (``sync-missing`` applied
     on that rank only), so its peers' ``reduce_and_update_fp8_tensors`` all-reduce finds no partner."""
     import torch.distributed as dist
 
-    from teparity import mutations
-    from teparity.parity import run_side
+    from teparity.inrank.sides import run_thunder
+    from teparity.tools import mutations
 
     if rank == world_size - 1:
         mutations.apply(["sync-missing"])
-    run_side(rank, world_size, spec)
+    run_thunder(rank, world_size, spec)
     dist.barrier()

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from teparity.mutations import CATALOG
+from teparity.tools.mutations import CATALOG
 
 
 @dataclasses.dataclass
@@ -57,7 +57,7 @@ def kill_matrix(
     and whether it passed. ``progress`` hears of each run as it ends (a cut-off run keeps those lines)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from teparity.envprobe import environment
+    from teparity.stack.envprobe import environment
 
     env = environment()
 

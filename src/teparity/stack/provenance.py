@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from teparity.versions import installed_version
+from teparity.stack.versions import installed_version
 
 #: Names the commit where the checkout has no git metadata (a copied tree on a GPU host, say).
 COMMIT_VARIABLE = "TEPARITY_COMMIT"

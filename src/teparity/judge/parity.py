@@ -2,7 +2,7 @@
 
 Order matters: first that TE ran every linear (a bf16 fallback passes FP8 tolerances), then the trace
 invariants that need TE, then outputs and gradients, then the FP8 state. One message lists every
-difference, with the configuration. Failures are ``teparity.failures`` types carrying the evidence
+difference, with the configuration. Failures are ``teparity.judge.failures`` types carrying the evidence
 that the known-defect registry matches on.
 
 The reference is eager TE on the executor's own scale-update path (``reference_update``): TE's fused
@@ -11,22 +11,18 @@ kernel for the legacy executor (it runs TE's modules), TE's Python update for th
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 from typing import Any
 
-from teparity import tolerances
-from teparity.compare import (
+from teparity.judge import tolerances
+from teparity.judge.compare import (
     Comparison,
     compare_across_ranks,
     compare_numerics,
     compare_state,
 )
-from teparity.failures import PartedFromEager, SilentFallback
-from teparity.fp8state import Snapshot
-from teparity.parity import run_side
-from teparity.sides import CaseRun, ScaleUpdate, SideSpec, fp8_groups
-from teparity.traces import (
+from teparity.judge.failures import PartedFromEager, SilentFallback
+from teparity.judge.traces import (
     Violation,
     assert_no_violations,
     check_backward_sync,
@@ -36,53 +32,12 @@ from teparity.traces import (
     te_linears_held,
     violations_message,
 )
+from teparity.records import CaseRun, Pair, PairSpec, ScaleUpdate, Snapshot, fp8_groups
 
 
 def reference_update(executor: str) -> ScaleUpdate:
     """The eager side's scale update that does the executor's arithmetic (module docstring)."""
     return "python" if executor == "functional" else "fused"
-
-
-@dataclasses.dataclass
-class Pair:
-    """The sides of one parity run, each ``[rank][case]``; ``eager_fused`` only where the reference is
-    not TE's default update and the deviation from it is measured (evidence, not the verdict)."""
-
-    spec: SideSpec
-    eager: list[list[CaseRun]]
-    thunder: list[list[CaseRun]]
-    eager_fused: list[list[CaseRun]] | None = None
-
-
-def run_pair(rank_runner: Any, spec: SideSpec, world_size: int, *, measure_fused: bool = False) -> Pair:
-    """Eager TE on the reference path, thunder + TE, and with ``measure_fused`` eager TE's default path
-    too (only where that differs from the reference). Each side is run once per process (``_side``)."""
-    eager_spec = dataclasses.replace(spec, side="eager", scale_update=reference_update(spec.executor))
-    eager = _side(rank_runner, eager_spec, world_size)
-    thunder = _side(rank_runner, dataclasses.replace(spec, side="thunder"), world_size)
-    fused = None
-    if measure_fused and eager_spec.scale_update != "fused":
-        fused = _side(rank_runner, dataclasses.replace(eager_spec, scale_update="fused"), world_size)
-    return Pair(eager_spec, eager, thunder, fused)
-
-
-#: Side runs of this process, newest last: a side is deterministic for its spec and world size, and the
-#: process's injected mutations and settings are fixed, so a second request is served from here (the
-#: eager reference shared by both executors; hypothesis replaying a failing example).
-_SIDE_RUNS: collections.OrderedDict[tuple[SideSpec, int], list[list[CaseRun]]] = collections.OrderedDict()
-SIDE_RUNS_KEPT = 8
-
-
-def _side(rank_runner: Any, spec: SideSpec, world_size: int) -> list[list[CaseRun]]:
-    # The eager side never consults the executor (run_side builds eager TE alone).
-    key = (dataclasses.replace(spec, executor="legacy") if spec.side == "eager" else spec, world_size)
-    if key in _SIDE_RUNS:
-        _SIDE_RUNS.move_to_end(key)
-    else:
-        _SIDE_RUNS[key] = rank_runner(run_side, spec, world_size=world_size)
-        while len(_SIDE_RUNS) > SIDE_RUNS_KEPT:
-            _SIDE_RUNS.popitem(last=False)
-    return _SIDE_RUNS[key]
 
 
 def fused_update_deviation(pair: Pair) -> str:
@@ -125,7 +80,7 @@ def case_errors(eager_by_rank: list[list[CaseRun]], thunder_by_rank: list[list[C
     return errors
 
 
-def assert_te_claimed(thunder_by_rank: list[list[CaseRun]], spec: SideSpec, context: str) -> None:
+def assert_te_claimed(thunder_by_rank: list[list[CaseRun]], spec: PairSpec, context: str) -> None:
     """On every run that got as far as a backward, raised later or not: a fallback often raises later."""
     __tracebackhide__ = True
     traced = [run for runs in thunder_by_rank for run in runs if run.forward is not None]
@@ -141,7 +96,7 @@ def assert_te_claimed(thunder_by_rank: list[list[CaseRun]], spec: SideSpec, cont
         )
 
 
-def trace_violations(thunder_by_rank: list[list[CaseRun]], spec: SideSpec) -> list[Violation]:
+def trace_violations(thunder_by_rank: list[list[CaseRun]], spec: PairSpec) -> list[Violation]:
     """The executor's structural invariants on every rank and case."""
     violations: list[Violation] = []
     for run in _ran(thunder_by_rank):
@@ -160,7 +115,7 @@ def trace_violations(thunder_by_rank: list[list[CaseRun]], spec: SideSpec) -> li
     return violations
 
 
-def steps_compared_with_eager(spec: SideSpec, world_size: int) -> int:
+def steps_compared_with_eager(spec: PairSpec, world_size: int) -> int:
     """Steps whose numbers and FP8 state are compared with eager TE: all, except under DDP with 3+ ranks.
 
     There thunder ddp and torch DDP all-reduce the same bf16 gradients in different summation orders
@@ -172,7 +127,7 @@ def steps_compared_with_eager(spec: SideSpec, world_size: int) -> int:
 
 
 def compare_sides(
-    eager_by_rank: list[list[CaseRun]], thunder_by_rank: list[list[CaseRun]], spec: SideSpec
+    eager_by_rank: list[list[CaseRun]], thunder_by_rank: list[list[CaseRun]], spec: PairSpec
 ) -> Comparison:
     """Numerics (TE's tolerance for the recipe) and FP8 state (the executor's rule) on every rank, over
     the steps that ``steps_compared_with_eager`` allows for this world size."""
@@ -211,18 +166,19 @@ def compiled_entries(runs_by_rank: list[list[CaseRun]]) -> dict[int, dict[str, i
     return {rank: {run.case.label(): run.cache_entries for run in runs} for rank, runs in enumerate(runs_by_rank)}
 
 
-def context(env: Any, spec: SideSpec, world_size: int, backend: str) -> str:
-    info = env.executors[spec.executor]
-    groups = fp8_groups(world_size, spec.fp8_group_size)
+def context(env: Any, pair: Pair) -> str:
+    """The configuration a verdict is about, for its message."""
+    spec = pair.spec
+    groups = fp8_groups(pair.world_size, spec.fp8_group_size)
     return (
-        f"{env.versions.describe()}; executor {info.label()}; recipe {spec.recipe_id}; "
-        f"world size {world_size}, backend {backend}, fp8 groups {groups}, "
-        f"{spec.steps} steps x {spec.micro_batches} micro-batch(es); eager TE on its {spec.scale_update} scale update"
+        f"{env.versions.describe()}; executor {env.executors[spec.executor].label()}; recipe {spec.recipe_id}; "
+        f"world size {pair.world_size}, backend {pair.backend}, fp8 groups {groups}, "
+        f"{spec.steps} steps x {spec.micro_batches} micro-batch(es); eager TE on its {pair.scale_update} scale update"
     )
 
 
 def assert_parity(
-    eager_by_rank: list[list[CaseRun]], thunder_by_rank: list[list[CaseRun]], spec: SideSpec, ctx: str
+    eager_by_rank: list[list[CaseRun]], thunder_by_rank: list[list[CaseRun]], spec: PairSpec, ctx: str
 ) -> Comparison:
     """Every check in order; one message lists every case error and every difference."""
     __tracebackhide__ = True

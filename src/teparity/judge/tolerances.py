@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from teparity.recipes import RECIPES
+from teparity.stack.recipes import RECIPES
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from teparity.versions import Environment, Versions, find_te_executors
+from teparity.stack.versions import Environment, Versions, find_te_executors
 
 PROBE_TIMEOUT_S = 300
 
@@ -96,7 +96,7 @@ def environment() -> Environment:
         if path.exists():
             return Environment.from_json(json.loads(path.read_text()))
         completed = subprocess.run(
-            [sys.executable, "-m", "teparity.envprobe"],
+            [sys.executable, "-m", "teparity.stack.envprobe"],
             capture_output=True,
             text=True,
             timeout=PROBE_TIMEOUT_S,

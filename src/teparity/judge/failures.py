@@ -2,7 +2,7 @@
 
 A judge that finds a difference raises one of these (all ``AssertionError``s, so pytest shows them as
 ordinary failures) with its message and an ``evidence`` mapping of plain facts. The known-defect
-registry (``teparity.known_defects``) turns a failure into a registered expected failure only when its
+registry (``teparity.gate.known_defects``) turns a failure into a registered expected failure only when its
 type and its evidence match an entry; anything else stays a failure. Plain data: no torch import.
 """
 

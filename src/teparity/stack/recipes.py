@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from teparity.versions import ExecutorKind, installed_version, parse_version
+from teparity.stack.versions import ExecutorKind, installed_version, parse_version
 
 #: id -> (recipe class, keyword arguments). Non-default DelayedScaling settings cover both formats,
 #: both amax algorithms, a short history (rolled within the run) and a margin.

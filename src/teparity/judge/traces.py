@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
-from teparity.versions import BACKWARD_SYNC_SYMBOL
+from teparity.stack.versions import BACKWARD_SYNC_SYMBOL
 
 Role = Literal["return", "backward_sync", "grad_wait", "all_reduce", "other"]
 
@@ -213,7 +213,10 @@ def _named(summary: TraceSummary, prefix: str) -> list[int]:
 
 def check_te_claims(forward: TraceSummary, backward: TraceSummary, executor: str, n_linears: int) -> list[Violation]:
     """TE symbols hold every linear, forward and backward: a silent fallback to torch is a failure."""
-    from teparity.versions import TE_BACKWARD_LINEAR_PREFIX, TE_FORWARD_LINEAR_PREFIX
+    from teparity.stack.versions import (
+        TE_BACKWARD_LINEAR_PREFIX,
+        TE_FORWARD_LINEAR_PREFIX,
+    )
 
     violations = []
     for summary, prefix in ((forward, TE_FORWARD_LINEAR_PREFIX[executor]), (backward, TE_BACKWARD_LINEAR_PREFIX[executor])):
@@ -234,14 +237,14 @@ def check_te_claims(forward: TraceSummary, backward: TraceSummary, executor: str
 
 def te_linears_held(forward: TraceSummary, executor: str) -> int:
     """How many linears the executor's TE symbols hold in a forward trace."""
-    from teparity.versions import TE_FORWARD_LINEAR_PREFIX
+    from teparity.stack.versions import TE_FORWARD_LINEAR_PREFIX
 
     return len(_named(forward, TE_FORWARD_LINEAR_PREFIX[executor]))
 
 
 def check_no_forward_linear_in_backward(backward: TraceSummary, executor: str) -> list[Violation]:
     """A forward TE linear in the backward trace means it was recomputed (its FP8 state updated twice)."""
-    from teparity.versions import TE_FORWARD_LINEAR_PREFIX
+    from teparity.stack.versions import TE_FORWARD_LINEAR_PREFIX
 
     found = _named(backward, TE_FORWARD_LINEAR_PREFIX[executor])
     if not found:
@@ -251,7 +254,10 @@ def check_no_forward_linear_in_backward(backward: TraceSummary, executor: str) -
 
 def check_functional_updates(summary: TraceSummary, n_linears: int, *, max_recipes: int) -> list[Violation]:
     """Exactly one amax/scale update per TE linear, all before the return; at most ``max_recipes`` recipe lookups."""
-    from teparity.versions import FUNCTIONAL_RECIPE_PREFIX, FUNCTIONAL_UPDATE_SYMBOL
+    from teparity.stack.versions import (
+        FUNCTIONAL_RECIPE_PREFIX,
+        FUNCTIONAL_UPDATE_SYMBOL,
+    )
 
     updates = _named(summary, FUNCTIONAL_UPDATE_SYMBOL)
     returns = summary.indices("return")

@@ -1,16 +1,15 @@
-"""One side of a parity run, inside a rank: eager TE (torch DDP when distributed), or thunder + a TE executor.
+"""The two sides of a parity pair, inside a rank: ``run_eager`` (eager TE; torch DDP when distributed)
+and ``run_thunder`` (thunder + the spec's TE executor).
 
-The eager side takes TE's default (fused) scale update unless ``spec.scale_update`` says "python".
+Each runs every case of the spec for ``spec.steps`` optimizer steps, each of ``spec.micro_batches``
+forward/backward passes (all but the last without the gradient all-reduce), and returns per step the
+output, the gradients (input and parameters, after the all-reduce), the FP8 state and the backward
+syncs that ran; the thunder side also the trace summaries. The data is in ``teparity.records``.
+
 Each side is a run of its own on the ranks. TE keeps every delayed-scaling module in global amax
 buffers and each update rolls all of them, so an eager model and a thunder one in one run would update
-each other's state (docs/facts.md); between runs, fresh processes or the warm pool's reset
-(``ranks.reset_between_sides``) keep the sides independent. The data it takes and returns is in
-``teparity.sides``.
-
-``run_side(rank, world_size, spec)`` runs every case of ``spec`` for ``spec.steps`` optimizer steps,
-each of ``spec.micro_batches`` forward/backward passes (all but the last without the gradient
-all-reduce), and returns per step the output, the gradients (input and parameters, after the
-all-reduce), the FP8 state and the backward syncs that ran; for thunder also the trace summaries.
+each other's state (docs/facts.md); between runs, fresh processes or the reset of
+``teparity.inrank.task.in_rank`` keep the sides independent.
 """
 
 from __future__ import annotations
@@ -19,11 +18,21 @@ import contextlib
 import traceback
 from typing import Any
 
-from teparity import fp8state, recipes
-from teparity.sides import Case, CaseRun, ScaleUpdate, SideSpec, StepRecord, fp8_groups
-from teparity.syncspy import record_fp8_syncs
-from teparity.traces import summarize
-from teparity.versions import (
+from teparity.inrank import fp8state
+from teparity.inrank.syncspy import record_fp8_syncs
+from teparity.judge.traces import summarize
+from teparity.records import (
+    Case,
+    CaseRun,
+    PairSpec,
+    ScaleUpdate,
+    Side,
+    Snapshot,
+    StepRecord,
+    fp8_groups,
+)
+from teparity.stack import recipes
+from teparity.stack.versions import (
     ExecutorInfo,
     executor_module,
     find_te_executors,
@@ -40,7 +49,7 @@ def _dtype(name: str) -> Any:
 
 
 def _input(case: Case, *, step: int, micro: int, rank: int, device: str) -> Any:
-    from teparity.models import seeded_input
+    from teparity.inrank.models import seeded_input
 
     x = seeded_input(
         (*case.lead_shape, case.sizes[0]), test_seed=case.seed * 1000 + micro, step=step, rank=rank,
@@ -50,7 +59,7 @@ def _input(case: Case, *, step: int, micro: int, rank: int, device: str) -> Any:
 
 
 def _grad_output(case: Case, *, step: int, micro: int, rank: int, device: str) -> Any:
-    from teparity.models import seeded_input
+    from teparity.inrank.models import seeded_input
 
     return seeded_input(
         (*case.lead_shape, case.sizes[-1]), test_seed=case.seed * 1000 + 500 + micro, step=step, rank=rank,
@@ -58,7 +67,7 @@ def _grad_output(case: Case, *, step: int, micro: int, rank: int, device: str) -
     )
 
 
-def _fp8_group(spec: SideSpec, rank: int, world_size: int) -> Any:
+def _fp8_group(spec: PairSpec, rank: int, world_size: int) -> Any:
     """None (TE's default: the world) or the process group of this rank's block (every rank creates
     every group, in the same order, as ``new_group`` requires)."""
     import torch.distributed as dist
@@ -78,49 +87,55 @@ def _device() -> str:
     return f"cuda:{torch.cuda.current_device()}" if dist.get_backend() == "nccl" else "cuda:0"
 
 
-def run_side(rank: int, world_size: int, spec: SideSpec) -> list[CaseRun]:
-    """Run every case of ``spec`` on this rank and return the evidence (see the module docstring)."""
+def run_eager(rank: int, world_size: int, spec: PairSpec, scale_update: ScaleUpdate = "fused") -> list[CaseRun]:
+    """Eager TE on this rank, on TE's ``scale_update`` path (``teparity.records.ScaleUpdate``)."""
+    with _te_scale_update(scale_update):
+        return _run_side("eager", rank, world_size, spec)
+
+
+def run_thunder(rank: int, world_size: int, spec: PairSpec) -> list[CaseRun]:
+    """thunder + ``spec.executor`` on this rank (its scale update is the executor's own)."""
+    return _run_side("thunder", rank, world_size, spec)
+
+
+def _run_side(side: Side, rank: int, world_size: int, spec: PairSpec) -> list[CaseRun]:
     import torch
 
     torch.cuda.set_device(_device())
     group = _fp8_group(spec, rank, world_size)
-    runs = []
-    with _te_scale_update(spec.scale_update if spec.side == "eager" else None):
-        for case in spec.cases:
-            runs.append(_run_case_or_record(spec, case, rank, world_size, group))
-    return runs
+    return [_run_case_or_record(side, spec, case, rank, world_size, group) for case in spec.cases]
 
 
 UNFUSED_UPDATE_VARIABLE = "NVTE_UNFUSED_FP8_UPDATE"
 
 
-def _te_scale_update(update: ScaleUpdate | None) -> Any:
-    """Make TE take the Python update for the duration (None, "fused": leave the environment as it is)."""
+def _te_scale_update(update: ScaleUpdate) -> Any:
+    """Make TE take the Python update for the duration ("fused": leave the environment as it is)."""
     import os
     from unittest import mock
 
     return mock.patch.dict(os.environ, {UNFUSED_UPDATE_VARIABLE: "1"} if update == "python" else {})
 
 
-def _run_case_or_record(spec: SideSpec, case: Case, rank: int, world_size: int, group: Any) -> CaseRun:
+def _run_case_or_record(side: Side, spec: PairSpec, case: Case, rank: int, world_size: int, group: Any) -> CaseRun:
     """One case; with one process a case that raises is recorded (the others still run and compare)."""
     run = CaseRun(case=case, steps=[], linear_names=[])
     try:
-        _run_case(spec, run, rank, group)
+        _run_case(side, spec, run, rank, group)
     except Exception as error:
         if world_size > 1:  # a rank that goes on alone would meet its peers in the wrong collective
             if hasattr(error, "add_note"):  # Python 3.11+: the traceback then names the case
-                error.add_note(f"teparity: {spec.side} side, case {case.label()}")
+                error.add_note(f"teparity: {side} side, case {case.label()}")
             raise
         run.error = traceback.format_exc()  # the traces recorded so far stay: TE claims are judged first
     return run
 
 
-def _run_case(spec: SideSpec, run: CaseRun, rank: int, group: Any) -> None:
+def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -> None:
     """Fill ``run`` step by step; the thunder side's traces as soon as the first backward has run."""
     import torch
 
-    from teparity.models import linear_names, plain_mlp, te_twin
+    from teparity.inrank.models import linear_names, plain_mlp, te_twin
 
     case = run.case
     device = _device()
@@ -130,13 +145,13 @@ def _run_case(spec: SideSpec, run: CaseRun, rank: int, group: Any) -> None:
     )
     run.linear_names = linear_names(plain)
     info = find_te_executors()[spec.executor]
-    if spec.side == "eager":
+    if side == "eager":
         model: Any = te_twin(plain)
         if spec.ddp:
             device_ids = [torch.cuda.current_device()] if torch.distributed.get_backend() == "nccl" else None
             model = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
         parameters = dict(getattr(model, "module", model).named_parameters())
-        autocast = lambda: te_autocast(recipe, group)  # noqa: E731
+        autocast = lambda: te_autocast(recipe, group)
         no_sync = model.no_sync if spec.ddp else contextlib.nullcontext
     else:
         options = jit_options(info, recipe)
@@ -144,7 +159,7 @@ def _run_case(spec: SideSpec, run: CaseRun, rank: int, group: Any) -> None:
         parameters = {name: model.get_parameter(name) for name, _ in plain.named_parameters()}
         # The legacy executor wraps its forward in fp8_autocast itself (with no group); the functional
         # one reads the recipe (and group) from the caller's autocast.
-        autocast = (lambda: contextlib.nullcontext()) if spec.executor == "legacy" else (lambda: te_autocast(recipe, group))  # noqa: E731
+        autocast = (lambda: contextlib.nullcontext()) if spec.executor == "legacy" else (lambda: te_autocast(recipe, group))
         no_sync = _thunder_no_sync if spec.ddp else contextlib.nullcontext
 
     optimizer = torch.optim.SGD(list(parameters.values()), lr=spec.lr)
@@ -164,7 +179,7 @@ def _run_case(spec: SideSpec, run: CaseRun, rank: int, group: Any) -> None:
                 input_grads.append(x.grad.detach().float().cpu())
             torch.cuda.synchronize()
             grads = {n: p.grad.detach().float().cpu().clone() for n, p in parameters.items() if p.grad is not None}
-            if spec.side == "eager":
+            if side == "eager":
                 state = fp8state.eager_snapshot(model)
             else:
                 state = _thunder_snapshot(run, model, rank, info, recipe)
@@ -174,7 +189,7 @@ def _run_case(spec: SideSpec, run: CaseRun, rank: int, group: Any) -> None:
     run.sync_mode = syncs.mode
 
 
-def _thunder_snapshot(run: CaseRun, model: Any, rank: int, info: ExecutorInfo, recipe: Any) -> fp8state.Snapshot:
+def _thunder_snapshot(run: CaseRun, model: Any, rank: int, info: ExecutorInfo, recipe: Any) -> Snapshot:
     """Record the last forward and backward execution traces in ``run`` (with the compiled cache entries
     and the legacy autocast facts) before reading the FP8 state through them: if the state cannot be
     read, the traces still tell whether TE held the linears."""

@@ -1,6 +1,6 @@
-"""What one side of a parity run is asked to do, and what it returns: plain data.
+"""What a parity pair is asked to run, and what each side returns: plain data.
 
-The judges (``compare``, ``paritychecks``) read these without importing the rank code in ``parity``.
+The judges (``teparity.judge``) read these without importing the rank code (``teparity.inrank``).
 """
 
 from __future__ import annotations
@@ -8,11 +8,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
-from teparity import fp8state
-from teparity.traces import TraceSummary
-from teparity.versions import ExecutorKind
+from teparity.judge.traces import TraceSummary
+from teparity.stack.versions import ExecutorKind
 
 Side = Literal["eager", "thunder"]
+#: FP8 scaling state of one step, normalized (``teparity.inrank.fp8state`` reads it): linear name ->
+#: tensor role ("input", "weight", "grad_output") -> {"amax_history": [L], "scale": []} on the CPU.
+Snapshot = dict[str, dict[str, dict[str, Any]]]
 #: How TE updates delayed-scaling amax histories and scales: "fused" is TE's default (one CUDA kernel
 #: for all tensors), "python" is TE's ``_amax_and_scale_update`` (``NVTE_UNFUSED_FP8_UPDATE=1``, read
 #: by TE at every update), the path thunder's functional executor always takes.
@@ -40,8 +42,10 @@ class Case:
 
 
 @dataclasses.dataclass(frozen=True)
-class SideSpec:
-    side: Side
+class PairSpec:
+    """What both sides of a parity pair run: eager TE (``run_eager``) and thunder + ``executor``
+    (``run_thunder``)."""
+
     executor: ExecutorKind
     recipe_id: str
     cases: tuple[Case, ...]
@@ -52,8 +56,6 @@ class SideSpec:
     #: blocks of k ranks (1: each rank alone), the group an amax reduction must stay within.
     fp8_group_size: int | None = None
     lr: float = 0.05
-    #: The eager side's scale update (the thunder side's is its executor's own).
-    scale_update: ScaleUpdate = "fused"
 
 
 @dataclasses.dataclass
@@ -61,7 +63,7 @@ class StepRecord:
     outputs: list[Any]
     input_grads: list[Any]
     param_grads: dict[str, Any]
-    fp8_state: fp8state.Snapshot
+    fp8_state: Snapshot
     backward_syncs: int
 
 
@@ -87,3 +89,31 @@ def fp8_groups(world_size: int, group_size: int | None) -> list[list[int]]:
     if size < 1 or world_size % size:
         raise ValueError(f"fp8 groups of {size} ranks do not tile a world of {world_size}")
     return [list(range(first, first + size)) for first in range(0, world_size, size)]
+
+
+@dataclasses.dataclass
+class Pair:
+    """Both sides of one parity run, each ``[rank][case]``, and where they ran. ``eager`` ran on
+    ``scale_update``, the arithmetic of the executor (the verdict's reference); ``eager_fused`` is eager
+    TE's default path where that differs, kept to measure the deviation from it (evidence only)."""
+
+    spec: PairSpec
+    world_size: int
+    backend: str
+    scale_update: ScaleUpdate
+    eager: list[list[CaseRun]]
+    thunder: list[list[CaseRun]]
+    eager_fused: list[list[CaseRun]] | None = None
+
+    def first_steps(self, steps: int) -> Pair:
+        """The same pair judged over its first ``steps`` steps only (every side records step by step)."""
+
+        def cut(side: list[list[CaseRun]] | None) -> list[list[CaseRun]] | None:
+            if side is None:
+                return None
+            return [[dataclasses.replace(run, steps=run.steps[:steps]) for run in runs] for runs in side]
+
+        return dataclasses.replace(
+            self, spec=dataclasses.replace(self.spec, steps=steps),
+            eager=cut(self.eager), thunder=cut(self.thunder), eager_fused=cut(self.eager_fused),
+        )

@@ -11,9 +11,8 @@ from collections.abc import Sequence
 
 import torch
 
-from teparity.fp8state import Snapshot
-from teparity.sides import CaseRun
-from teparity.tolerances import Tolerance
+from teparity.judge.tolerances import Tolerance
+from teparity.records import CaseRun, Snapshot
 
 MAX_LISTED = 12
 

@@ -2,14 +2,15 @@
 
 A fresh rank spends most of its life importing torch, TE and thunder and joining a process group (about
 20 s a side on an H200, for under a second of GPU work). A ``RankPool`` starts ``world_size`` ranks once,
-joins them into one process group and runs one function at a time on all of them, resetting what couples
-two runs in a process (``ranks.reset_between_sides``: TE's global FP8 state, compile caches, the RNG)
-before each. The guarantees of fresh ranks hold: a rank that raises, dies or hangs fails the run with its
-traceback, exit status or stack (faulthandler, on SIGUSR1 at the deadline), and every rank is killed; a
-pool that saw any failure is discarded, so the next run starts fresh ranks. Ranks die with their parent.
+joins them into one process group, runs the caller's ``prologue`` once in each (the gate's imports TE and
+thunder: ``teparity.inrank.task.preload``) and then one function at a time on all of them; what couples
+two runs in one process is the function's to reset (the gate's is ``teparity.inrank.task.in_rank``).
+The guarantees of fresh ranks hold: a rank that raises, dies or hangs fails the run with its traceback,
+exit status or stack (faulthandler, on SIGUSR1 at the deadline), and every rank is killed; a pool that
+saw any failure is discarded, so the next run starts fresh ranks. Ranks die with their parent.
 
 ``warm_ranks(fn, *args, ...)`` is ``run_ranks`` over the pool kept for (world size, backend, process-group
-timeout, injected mutations, ``NVTE_*`` settings) in this process; ``close_pools()`` ends them all.
+timeout, prologue, the environment the ranks inherit) in this process; ``close_pools()`` ends them all.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import multiprocessing.connection
 import os
 import pickle
-import signal
 import tempfile
 import time
 import traceback
@@ -25,32 +25,38 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from teparity.ranks import (
-    DEFAULT_PG_TIMEOUT_S,
+from teparity.launch.outcome import (
     FAILURE_GRACE_S,
     Backend,
     RankFailure,
     RanksFailed,
     dump_stacks,
     hang_reason,
-    join_group,
     log_tail,
+    pg_timeout_for,
     rerun_line,
-    reset_between_sides,
-    start_rank,
+    signaled,
 )
+from teparity.launch.rank import join_group, start_rank
+
+#: Run once in each warm rank after it joined its group (module level, so that spawn can import it).
+Prologue = Callable[[], None] | None
 
 #: How long the ranks of a new pool may take to start and join their group before it counts as hung.
 START_DEADLINE_S = 300.0
 
 
 def _pool_rank_main(
-    rank: int, world_size: int, backend: Backend, workdir: str, pg_timeout_s: float, parent_pid: int, conn: Any
+    rank: int, world_size: int, backend: Backend, workdir: str, pg_timeout_s: float, parent_pid: int,
+    prologue: Prologue, conn: Any,
 ) -> None:
-    """Entry point of a warm rank: start as a fresh rank does, then run tasks until told to stop."""
+    """Entry point of a warm rank: start as a fresh rank does, run the prologue, then run tasks until told
+    to stop."""
     start_rank(rank, world_size, workdir, parent_pid)
     try:
-        join_group(rank, world_size, backend, workdir, pg_timeout_s, preload=True)
+        join_group(rank, world_size, backend, workdir, pg_timeout_s)
+        if prologue is not None:
+            prologue()
     except BaseException:
         conn.send(("error", traceback.format_exc()))
         os._exit(1)
@@ -63,7 +69,6 @@ def _pool_rank_main(
         number, fn, args = task
         print(f"=== teparity task {number}: {fn.__module__}.{fn.__qualname__}", flush=True)
         try:
-            reset_between_sides()
             reply = ("ok", pickle.dumps(fn(rank, world_size, *args)))  # bytes: no tensor travels as a file descriptor
         except BaseException:
             reply = ("error", traceback.format_exc())
@@ -75,7 +80,7 @@ def _pool_rank_main(
 class RankPool:
     """``world_size`` warm ranks in one process group (see the module docstring)."""
 
-    def __init__(self, world_size: int, backend: Backend, pg_timeout: float, workdir: Path) -> None:
+    def __init__(self, world_size: int, backend: Backend, pg_timeout: float, workdir: Path, prologue: Prologue = None) -> None:
         import torch.multiprocessing as torch_mp
 
         self.world_size, self.backend, self.pg_timeout = world_size, backend, pg_timeout
@@ -89,7 +94,7 @@ class RankPool:
             parent_end, child_end = context.Pipe()
             process = context.Process(
                 target=_pool_rank_main,
-                args=(rank, world_size, backend, str(self.run_dir), pg_timeout, os.getpid(), child_end),
+                args=(rank, world_size, backend, str(self.run_dir), pg_timeout, os.getpid(), prologue, child_end),
                 name=f"teparity-warm-rank{rank}",
             )
             process.start()
@@ -104,7 +109,7 @@ class RankPool:
     def alive(self) -> bool:
         return all(p.is_alive() for p in self.processes)
 
-    def run(self, fn: Callable[..., Any], args: tuple[Any, ...], timeout: float) -> list[Any]:
+    def run(self, fn: Callable[..., Any], args: tuple[Any, ...], timeout: float, label: str | None = None) -> list[Any]:
         """``fn(rank, world_size, *args)`` on every rank; results in rank order. On any failure the pool
         is closed (its ranks killed) and ``RanksFailed`` names every failing rank."""
         __tracebackhide__ = True
@@ -113,7 +118,7 @@ class RankPool:
         self.tasks += 1
         for connection in self.connections:
             connection.send((self.tasks, fn, args))
-        return [pickle.loads(payload) for payload in self._collect(f"{fn.__module__}.{fn.__qualname__}", timeout, expect="ok")]
+        return [pickle.loads(payload) for payload in self._collect(label or f"{fn.__module__}.{fn.__qualname__}", timeout, expect="ok")]
 
     def _collect(self, what: str, timeout: float, *, expect: str) -> list[Any]:
         """One reply per rank, or every rank's failure (raised, died, or still running: stack-dumped)."""
@@ -167,8 +172,8 @@ class RankPool:
                 return RankFailure(rank, "raised", "raised", payload)
         process.join(timeout=5)
         code = process.exitcode
-        if code is not None and code < 0:
-            return RankFailure(rank, "signaled", f"killed by signal {signal.Signals(-code).name}", log_tail(self.run_dir, rank))
+        if (killed := signaled(rank, code, self.run_dir)) is not None:
+            return killed
         return RankFailure(rank, "exited", f"exited with code {code} and no result", log_tail(self.run_dir, rank))
 
     def close(self) -> None:
@@ -186,12 +191,14 @@ class RankPool:
 _POOLS: dict[tuple[Any, ...], RankPool] = {}
 
 
-def _key(world_size: int, backend: Backend, pg_timeout: float) -> tuple[Any, ...]:
-    """What a pool's ranks fixed at their start: their group, and the environment they inherited."""
-    from teparity.mutations import ENV_VAR
+#: Environment variables that change while one pool serves (pytest sets it per test phase).
+_VOLATILE = frozenset({"PYTEST_CURRENT_TEST"})
 
-    settings = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("NVTE_")))
-    return world_size, backend, pg_timeout, os.environ.get(ENV_VAR), settings
+
+def _key(world_size: int, backend: Backend, pg_timeout: float, prologue: Prologue) -> tuple[Any, ...]:
+    """What a pool's ranks fixed at their start: their group, their prologue, the environment they inherited."""
+    inherited = tuple(sorted((k, v) for k, v in os.environ.items() if k not in _VOLATILE))
+    return world_size, backend, pg_timeout, prologue, inherited
 
 
 def warm_ranks(
@@ -202,18 +209,20 @@ def warm_ranks(
     timeout: float,
     workdir: Path,
     pg_timeout: float | None = None,
+    prologue: Prologue = None,
+    label: str | None = None,
 ) -> list[Any]:
     """``run_ranks`` on this process's warm pool for these settings (started on first use)."""
     __tracebackhide__ = True
-    pg_timeout = pg_timeout if pg_timeout is not None else min(DEFAULT_PG_TIMEOUT_S, timeout / 2)
-    key = _key(world_size, backend, pg_timeout)
+    pg_timeout = pg_timeout_for(timeout, pg_timeout)
+    key = _key(world_size, backend, pg_timeout, prologue)
     pool = _POOLS.get(key)
     if pool is None or not pool.alive():
         if pool is not None:
             pool.close()
-        pool = _POOLS[key] = RankPool(world_size, backend, pg_timeout, workdir)
+        pool = _POOLS[key] = RankPool(world_size, backend, pg_timeout, workdir, prologue)
     try:
-        return pool.run(fn, args, timeout)
+        return pool.run(fn, args, timeout, label)
     except BaseException:
         _POOLS.pop(key, None)
         pool.close()

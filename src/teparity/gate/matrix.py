@@ -12,8 +12,8 @@ from collections.abc import Iterable
 
 from packaging.version import InvalidVersion, Version
 
-from teparity.known_defects import BY_ID
-from teparity.report import NO_EXECUTOR, Cell, ParityReport
+from teparity.gate.known_defects import BY_ID
+from teparity.gate.report import NO_EXECUTOR, Cell, ParityReport
 
 #: Check name (without its parameters) -> the column it belongs to, in column order.
 CHECK_GROUPS: dict[str, str] = {

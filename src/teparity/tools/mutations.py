@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Literal
 
-from teparity.versions import (
+from teparity.stack.versions import (
     BACKWARD_SYNC_SYMBOL,
     SYNC_INSERTION_HELPER,
     Environment,

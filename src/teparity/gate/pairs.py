@@ -1,0 +1,81 @@
+"""The ``parity`` fixture's object: run a parity pair on the session's ranks and judge it, so that a tier
+test says only what it runs and what it expects.
+
+A side is deterministic for its spec, world size and scale update, and a process's injected mutations
+and settings are fixed, so each side runs once per pytest process and later requests are served from
+``_SIDE_RUNS``: the eager reference serves both executors, hypothesis's replay of a failing example runs
+nothing again, and ``ddp-first-step`` judges step 0 of ``ddp[delayed]``'s run where both ran here.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from teparity.gate.ranks import RankRunner
+from teparity.judge.compare import Comparison
+from teparity.judge.parity import assert_parity, context, reference_update
+from teparity.records import CaseRun, Pair, PairSpec, ScaleUpdate
+
+SideKey = tuple[str, PairSpec, int, ScaleUpdate | None]
+#: Side runs of this process, newest last (module docstring).
+_SIDE_RUNS: collections.OrderedDict[SideKey, list[list[CaseRun]]] = collections.OrderedDict()
+SIDE_RUNS_KEPT = 8
+
+
+@dataclasses.dataclass
+class Pairs:
+    env: Any
+    ranks: RankRunner
+    #: The multi-rank backend (one-rank runs use gloo).
+    backend: str
+    record: Callable[[str], None]
+
+    def run(self, spec: PairSpec, *, world_size: int = 1, measure_fused: bool = False) -> Pair:
+        """Eager TE on the executor's scale-update path and thunder + the executor; with
+        ``measure_fused`` also eager TE's default path where that differs. Skips, with the reason, an
+        executor this thunder lacks or a recipe it declines."""
+        from teparity.stack import recipes
+
+        if reason := self.env.executor_reason(spec.executor) or recipes.unsupported_reason(spec.recipe_id, spec.executor):
+            pytest.skip(reason)
+        update = reference_update(spec.executor)
+        eager = self._side("eager", spec, world_size, update)
+        thunder = self._side("thunder", spec, world_size, None)
+        fused = self._side("eager", spec, world_size, "fused") if measure_fused and update != "fused" else None
+        backend = self.backend if world_size > 1 else "gloo"
+        return Pair(spec, world_size, backend, update, eager, thunder, fused)
+
+    def _side(self, side: str, spec: PairSpec, world_size: int, update: ScaleUpdate | None) -> list[list[CaseRun]]:
+        from teparity.inrank.sides import run_eager, run_thunder
+
+        # The eager side never consults the executor.
+        key = (side, dataclasses.replace(spec, executor="legacy") if side == "eager" else spec, world_size, update)
+        if key in _SIDE_RUNS:
+            _SIDE_RUNS.move_to_end(key)
+        else:
+            if side == "eager":
+                _SIDE_RUNS[key] = self.ranks(run_eager, spec, update, world_size=world_size)
+            else:
+                _SIDE_RUNS[key] = self.ranks(run_thunder, spec, world_size=world_size)
+            while len(_SIDE_RUNS) > SIDE_RUNS_KEPT:
+                _SIDE_RUNS.popitem(last=False)
+        return _SIDE_RUNS[key]
+
+    def context(self, pair: Pair) -> str:
+        """The configuration of ``pair``, for messages."""
+        return context(self.env, pair)
+
+    def assert_parity(self, pair: Pair, ctx: str | None = None) -> Comparison:
+        """Every check of ``teparity.judge.parity.assert_parity``; the message carries ``ctx`` (default:
+        the pair's configuration)."""
+        __tracebackhide__ = True
+        return assert_parity(pair.eager, pair.thunder, pair.spec, ctx or self.context(pair))
+
+    def evidence(self, summary: str) -> None:
+        """The one-line summary a pass rests on, for the parity report."""
+        self.record(summary)

@@ -1,0 +1,93 @@
+"""A failed multi-rank run, as evidence: which rank raised, died or hung, with its traceback, exit status or
+stack, and the command that re-runs it. Every launch mode reports failures through ``RanksFailed``."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shlex
+import signal
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+
+Backend = Literal["gloo", "nccl"]
+
+DEFAULT_TIMEOUT_S = 180.0
+#: The process-group timeout: shorter than the harness deadline, so NCCL/gloo raise first when they can.
+DEFAULT_PG_TIMEOUT_S = 60.0
+#: How long the other ranks may run on once one rank has failed (they are usually stuck in a collective).
+FAILURE_GRACE_S = 10.0
+STACK_DUMP_WAIT_S = 2.0
+LOG_TAIL_LINES = 80
+
+
+def pg_timeout_for(timeout: float, pg_timeout: float | None) -> float:
+    """The process-group timeout a run uses: the one asked for, else half the harness deadline (at most
+    ``DEFAULT_PG_TIMEOUT_S``)."""
+    return pg_timeout if pg_timeout is not None else min(DEFAULT_PG_TIMEOUT_S, timeout / 2)
+
+
+@dataclasses.dataclass(frozen=True)
+class RankFailure:
+    rank: int
+    #: raised | exited | signaled | hung
+    kind: str
+    summary: str
+    detail: str
+
+
+class RanksFailed(AssertionError):
+    """One or more ranks raised, died or hung. ``failures`` has one entry per failing rank."""
+
+    def __init__(self, failures: list[RankFailure], *, pids: list[int], header: str, footer: str) -> None:
+        self.failures = failures
+        self.pids = pids
+        blocks = [f"--- rank {f.rank}: {f.summary} ---\n{f.detail.rstrip()}" for f in failures]
+        super().__init__("\n".join([header, *blocks, footer]))
+
+
+def log_tail(workdir: Path, rank: int) -> str:
+    path = workdir / f"rank{rank}.log"
+    if not path.exists():
+        return "(no log)"
+    lines = path.read_text(errors="replace").splitlines()
+    return "\n".join(lines[-LOG_TAIL_LINES:]) or "(empty log)"
+
+
+def rerun_line() -> str:
+    current = os.environ.get("PYTEST_CURRENT_TEST")
+    if not current:
+        return f"re-run: {shlex.join([sys.executable, *sys.argv])}"
+    nodeid = current.rsplit(" (", 1)[0]
+    return f"re-run: python -m pytest {shlex.quote(nodeid)} -p no:xdist"
+
+
+def signaled(rank: int, exitcode: int | None, workdir: Path) -> RankFailure | None:
+    """The failure of a rank that a signal killed, else None."""
+    if exitcode is None or exitcode >= 0:
+        return None
+    return RankFailure(rank, "signaled", f"killed by signal {signal.Signals(-exitcode).name}", log_tail(workdir, rank))
+
+
+def hang_reason(timeout: float, *, after_failure: bool) -> str:
+    """Why a rank still running is reported as hung (its stack follows in its log)."""
+    why = (
+        f"hung: still running {FAILURE_GRACE_S:g} s after another rank failed"
+        if after_failure
+        else f"hung: still running at the harness deadline ({timeout:g} s)"
+    )
+    return why + "; its Python stack (faulthandler):"
+
+
+def dump_stacks(pids: Iterable[int | None]) -> None:
+    """Ask each rank for every thread's stack (faulthandler, on SIGUSR1) and give them time to write it."""
+    for pid in pids:
+        try:
+            if pid is not None:
+                os.kill(pid, signal.SIGUSR1)
+        except ProcessLookupError:
+            pass
+    time.sleep(STACK_DUMP_WAIT_S)

@@ -1,0 +1,59 @@
+"""What a spawned rank does from its first instant, before it runs anything: it dies with its parent, its
+output, a crash trace and (on SIGUSR1) every thread's stack go to its log, and it joins its process group
+through a rendezvous file (no ports: safe with several pytest-xdist workers at once). Each step's time
+goes to the log."""
+
+from __future__ import annotations
+
+import ctypes
+import datetime
+import faulthandler
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from teparity.launch.outcome import Backend
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent died before the prctl took effect
+        os._exit(1)
+
+
+def start_rank(rank: int, world_size: int, workdir: str, parent_pid: int) -> Any:
+    """Evidence capture and parent-death; returns the open ``workdir/rank{rank}.log``."""
+    _die_with_parent(parent_pid)
+    log = open(Path(workdir) / f"rank{rank}.log", "w", buffering=1)
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    faulthandler.enable(file=log, all_threads=True)
+    faulthandler.register(signal.SIGUSR1, file=log, all_threads=True)
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size))
+    os.environ.pop("TORCHELASTIC_RUN_ID", None)  # a spawned rank is never a torchrun process
+    return log
+
+
+def join_group(rank: int, world_size: int, backend: Backend, workdir: str, pg_timeout_s: float) -> None:
+    """Import torch and join the process group (NCCL: GPU ``rank``), logging the time of each."""
+    clock = time.monotonic()
+    import torch
+    import torch.distributed as dist
+
+    imported = time.monotonic()
+    if backend == "nccl":
+        torch.cuda.set_device(rank)
+    dist.init_process_group(
+        backend,
+        init_method=f"file://{Path(workdir) / 'rendezvous'}",
+        rank=rank,
+        world_size=world_size,
+        timeout=datetime.timedelta(seconds=pg_timeout_s),
+    )
+    joined = time.monotonic()
+    print(f"teparity rank {rank} start-up: import torch {imported - clock:.2f} s, {backend} process group {joined - imported:.2f} s", flush=True)
