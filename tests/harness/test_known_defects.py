@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import subprocess
 import sys
@@ -309,3 +310,29 @@ def test_a_thunder_release_with_a_te_it_does_not_accept_fails_the_gate_loudly(py
         "*AN UNSUPPORTED PAIR (every gate test fails): lightning-thunder 0.2.6 does not support TransformerEngine 1.8.0*",
         "*lightning-thunder 0.2.6 does not support TransformerEngine 1.8.0: it accepts TE >=2.0*",
     ])
+
+
+def test_a_lost_legacy_executor_covers_every_check_that_needs_te(tmp_path: Path) -> None:
+    """Every gate check of the legacy executor that runs a linear through TE (``fp8`` marker) is covered
+    where the legacy executor lost TE: a check added later must join the entry, or it fails red on every
+    TE >= 2.10 for a defect already known (numerics-fp32-bias did, on TE 2.12.0)."""
+    lister = tmp_path / "list_checks.py"
+    lister.write_text(
+        "def pytest_collection_finish(session):\n"
+        "    for item in session.items:\n"
+        "        marker = item.get_closest_marker('check')\n"
+        "        params = item.callspec.params if hasattr(item, 'callspec') else {}\n"
+        "        if marker and item.get_closest_marker('fp8') and params.get('executor') == 'legacy':\n"
+        "            print('CHECK', marker.args[0].format(**params))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", "-p", "list_checks",
+         "tests/trace", "tests/numerics", "tests/ddp"],
+        cwd=root, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": f"{tmp_path}:{root / 'src'}"}, check=False,
+    )
+    checks = sorted({line.split(" ", 1)[1] for line in completed.stdout.splitlines() if line.startswith("CHECK ")})
+    assert checks, completed.stdout[-2000:] + completed.stderr[-2000:]
+    versions = Versions(torch="2.11.0", thunder="0.2.6", transformer_engine="2.12.0")
+    uncovered = [c for c in checks if "legacy-executor-loses-te-from-te-2.10" not in {e.id for e in known_defects.covering(c, "legacy", versions)}]
+    assert not uncovered, f"legacy checks that need TE but are not covered by legacy-executor-loses-te-from-te-2.10: {uncovered}"

@@ -123,8 +123,9 @@ def _group_ignored(evidence: dict[str, Any], env: Environment) -> bool:
     return evidence["thunder_equal_across_world"] and not env.executors[evidence["executor"]].honors_fp8_group
 
 
-_TE_RUNS = ("te-claims-every-linear", "te-trace-invariants", "numerics", "ddp", "ddp-first-step", "ddp-grad-accumulation",
-            "ddp-fp8-group-per-rank", "ddp-fp8-group-subgroups-of-2")
+#: Every gate check that needs TE to run a linear (a harness test keeps it in step with the tiers).
+_TE_RUNS = ("te-claims-every-linear", "te-trace-invariants", "numerics", "numerics-fp32-bias", "ddp", "ddp-first-step",
+            "ddp-grad-accumulation", "ddp-fp8-group-per-rank", "ddp-fp8-group-subgroups-of-2")
 _FP8_GROUPS = ("ddp-fp8-group-per-rank", "ddp-fp8-group-subgroups-of-2")
 
 REGISTRY: tuple[KnownDefect, ...] = (
