@@ -156,9 +156,23 @@ def test_the_compatibility_matrix_has_a_row_per_stack_and_a_verdict_per_executor
     verdicts = [line for line in lines if line.startswith(("| functional |", "| legacy |"))]
     assert verdicts == [
         "| functional | 2.9.0 | 0.2.6 | 2 gloo | [gpu/gate](../gpu/gate.json) | **FAIL** | numerics FAIL [3] |",
-        "| legacy | 2.9.0 | 0.2.6 | 2 gloo | [gpu/gate](../gpu/gate.json) | works, with known defects | `grad-accumulation-fp8-state-per-cache-entry` |",
+        # Only the trace-only sync checks passed: known defects do not make it "work".
+        "| legacy | 2.9.0 | 0.2.6 | 2 gloo | [gpu/gate](../gpu/gate.json) | no check that runs TE passed: known defects | `grad-accumulation-fp8-state-per-cache-entry` |",
         "| legacy | - | 0.2.6 | 2 gloo | [cpu](../cpu/parity-report.json) | works |  |",
     ]
+
+
+def test_an_executor_works_with_known_defects_only_where_a_check_that_runs_te_passed() -> None:
+    from teparity.gate.matrix import Footnotes, _verdict
+
+    known = TestOutcome("k", "known", "...", known_defect="grad-accumulation-fp8-state-per-cache-entry")
+    works = _report("0.2.6", "2.9.0", [("numerics[delayed]", "functional", TestOutcome("n", "pass", "")),
+                                       ("ddp-grad-accumulation", "functional", known)])
+    assert _verdict(works, "functional", Footnotes())[0] == "works, with known defects"
+    lost = _report("0.2.6", "2.12.0", [("bwd-sync-placement[1proc]", "legacy", TestOutcome("s", "pass", "")),
+                                       ("numerics[delayed]", "legacy", TestOutcome("n", "skip", "declined")),
+                                       ("ddp-grad-accumulation", "legacy", known)])
+    assert _verdict(lost, "legacy", Footnotes())[0] == "no check that runs TE passed: known defects"
 
 
 def test_doctor_says_what_runs_here() -> None:
