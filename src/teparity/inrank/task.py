@@ -1,6 +1,7 @@
-"""What the gate does in a rank around each run, whatever launched it (fresh, warm or torchrun): apply
-the injected mutations (``--teparity-inject``) once per process, then reset what would couple this run to
-an earlier one in the same process. ``preload`` is a warm rank's prologue: the imports it pays once."""
+"""What the gate does in a rank around each run, whatever launched it (fresh, warm or torchrun): once
+per process, import TE and thunder (``preload``, timed in the rank's log; a warm rank runs it as its
+prologue) and apply the injected mutations (``--teparity-inject``); before every run, reset what would
+couple it to an earlier one in the same process."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ from collections.abc import Callable
 from typing import Any
 
 _mutations_applied = False
+_preloaded = False
 
 
 def in_rank(rank: int, world_size: int, fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(rank, world_size, *args)`` after the process's mutations and a reset."""
+    """``fn(rank, world_size, *args)`` after the process's preload and mutations, and a reset."""
     global _mutations_applied
+    if not _preloaded:
+        preload()
     if not _mutations_applied:
         from teparity.tools import mutations
 
@@ -44,8 +48,9 @@ def reset_between_runs() -> None:
 
 
 def preload() -> None:
-    """Import TE (where it can run) and thunder and initialise CUDA, logging the time of each: a warm
-    rank pays them once, before its first run."""
+    """Import TE (where it can run) and thunder and initialise CUDA, logging the time of each: what every
+    rank pays once (a warm rank before its first run, a fresh rank before its only one)."""
+    global _preloaded
     import torch
 
     from teparity.stack.versions import installed_version
@@ -69,4 +74,5 @@ def preload() -> None:
     if torch.cuda.is_available():
         torch.cuda.init()
         took("CUDA init")
-    print(f"teparity warm rank preload: {', '.join(timings)}", flush=True)
+    _preloaded = True
+    print(f"teparity rank preload: {', '.join(timings)}", flush=True)
