@@ -32,13 +32,13 @@ def rank_runner(mode: Mode, backend: Backend, timeout: float, workdir: Callable[
     ``mode`` picks fresh or warm ranks. One-rank runs use gloo (no collective needs a GPU per rank)."""
     from teparity.inrank.task import in_rank, preload
     from teparity.launch.fresh import run_ranks
-    from teparity.launch.outcome import pg_timeout_for
+    from teparity.launch.outcome import pg_timeout_for, qualified_name
     from teparity.launch.pool import warm_ranks
     from teparity.launch.torchrun import run_joined, torchrun_world
 
     def run(fn: Callable[..., Any], *args: Any, world_size: int) -> list[Any]:
         __tracebackhide__ = True
-        label = f"{fn.__module__}.{fn.__qualname__}"
+        label = qualified_name(fn)
         chosen: Backend = backend if world_size > 1 else "gloo"
         if torchrun_world() is not None and world_size > 1:
             return run_joined(in_rank, fn, *args, world_size=world_size, backend=chosen,

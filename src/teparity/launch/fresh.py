@@ -27,11 +27,12 @@ from teparity.launch.outcome import (
     RankFailure,
     RanksFailed,
     dump_stacks,
+    ended,
     hang_reason,
     log_tail,
     pg_timeout_for,
+    qualified_name,
     rerun_line,
-    signaled,
 )
 from teparity.launch.rank import join_group, start_rank
 
@@ -114,11 +115,8 @@ def run_ranks(
             failures.append(RankFailure(rank, "hung", still_running[rank], log_tail(run_dir, rank)))
         elif payload is not None and "error" in payload:
             failures.append(RankFailure(rank, "raised", "raised", payload["error"]))
-        elif (killed := signaled(rank, process.exitcode, run_dir)) is not None:
-            failures.append(killed)
-        elif payload is None:
-            summary = f"exited with code {process.exitcode} and no result"
-            failures.append(RankFailure(rank, "exited", summary, log_tail(run_dir, rank)))
+        elif payload is None or (process.exitcode is not None and process.exitcode < 0):
+            failures.append(ended(rank, process.exitcode, run_dir))
         else:
             results.append(payload["ok"])
     if failures:
@@ -126,7 +124,7 @@ def run_ranks(
             failures,
             pids=[p.pid for p in processes if p.pid is not None],
             header=(
-                f"{len(failures)} of {world_size} ranks failed ({label or f'{fn.__module__}.{fn.__qualname__}'}, "
+                f"{len(failures)} of {world_size} ranks failed ({label or qualified_name(fn)}, "
                 f"backend {backend}, harness deadline {timeout:g} s, process-group timeout {pg_timeout:g} s)"
             ),
             footer=f"{rerun_line()}\nrank logs: {run_dir}",

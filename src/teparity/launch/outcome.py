@@ -9,9 +9,9 @@ import shlex
 import signal
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 Backend = Literal["gloo", "nccl"]
 
@@ -65,11 +65,16 @@ def rerun_line() -> str:
     return f"re-run: python -m pytest {shlex.quote(nodeid)} -p no:xdist"
 
 
-def signaled(rank: int, exitcode: int | None, workdir: Path) -> RankFailure | None:
-    """The failure of a rank that a signal killed, else None."""
-    if exitcode is None or exitcode >= 0:
-        return None
-    return RankFailure(rank, "signaled", f"killed by signal {signal.Signals(-exitcode).name}", log_tail(workdir, rank))
+def qualified_name(fn: Callable[..., Any]) -> str:
+    """How a failure names the function a run ran."""
+    return f"{fn.__module__}.{fn.__qualname__}"
+
+
+def ended(rank: int, exitcode: int | None, workdir: Path) -> RankFailure:
+    """The failure of a rank that ended without a result: killed by a signal, or exited."""
+    if exitcode is not None and exitcode < 0:
+        return RankFailure(rank, "signaled", f"killed by signal {signal.Signals(-exitcode).name}", log_tail(workdir, rank))
+    return RankFailure(rank, "exited", f"exited with code {exitcode} and no result", log_tail(workdir, rank))
 
 
 def hang_reason(timeout: float, *, after_failure: bool) -> str:

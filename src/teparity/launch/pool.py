@@ -31,11 +31,12 @@ from teparity.launch.outcome import (
     RankFailure,
     RanksFailed,
     dump_stacks,
+    ended,
     hang_reason,
     log_tail,
     pg_timeout_for,
+    qualified_name,
     rerun_line,
-    signaled,
 )
 from teparity.launch.rank import join_group, start_rank
 
@@ -67,7 +68,7 @@ def _pool_rank_main(
         except EOFError:  # the parent is gone
             os._exit(0)
         number, fn, args = task
-        print(f"=== teparity task {number}: {fn.__module__}.{fn.__qualname__}", flush=True)
+        print(f"=== teparity task {number}: {qualified_name(fn)}", flush=True)
         try:
             reply = ("ok", pickle.dumps(fn(rank, world_size, *args)))  # bytes: no tensor travels as a file descriptor
         except BaseException:
@@ -118,7 +119,7 @@ class RankPool:
         self.tasks += 1
         for connection in self.connections:
             connection.send((self.tasks, fn, args))
-        return [pickle.loads(payload) for payload in self._collect(label or f"{fn.__module__}.{fn.__qualname__}", timeout, expect="ok")]
+        return [pickle.loads(payload) for payload in self._collect(label or qualified_name(fn), timeout, expect="ok")]
 
     def _collect(self, what: str, timeout: float, *, expect: str) -> list[Any]:
         """One reply per rank, or every rank's failure (raised, died, or still running: stack-dumped)."""
@@ -171,10 +172,7 @@ class RankPool:
             if kind == "error":
                 return RankFailure(rank, "raised", "raised", payload)
         process.join(timeout=5)
-        code = process.exitcode
-        if (killed := signaled(rank, code, self.run_dir)) is not None:
-            return killed
-        return RankFailure(rank, "exited", f"exited with code {code} and no result", log_tail(self.run_dir, rank))
+        return ended(rank, process.exitcode, self.run_dir)
 
     def close(self) -> None:
         """Kill every rank and reap it: an idle warm rank holds nothing worth a graceful exit, and a busy

@@ -10,7 +10,13 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from teparity.launch.outcome import Backend, RankFailure, RanksFailed, rerun_line
+from teparity.launch.outcome import (
+    Backend,
+    RankFailure,
+    RanksFailed,
+    qualified_name,
+    rerun_line,
+)
 
 
 def torchrun_world() -> tuple[int, int] | None:
@@ -47,7 +53,7 @@ def run_joined(
     dist.all_gather_object(gathered, payload)
     failures = [RankFailure(r, "raised", "raised", p["error"]) for r, p in enumerate(gathered) if "error" in p]
     if failures:
-        what = label or f"{fn.__module__}.{fn.__qualname__}"
+        what = label or qualified_name(fn)
         raise RanksFailed(
             failures, pids=[],
             header=f"{len(failures)} of {world_size} torchrun ranks failed ({what}, backend {backend})",
