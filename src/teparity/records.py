@@ -82,6 +82,10 @@ class CaseRun:
     #: One process only: the traceback of a case that raised (the other cases still run and compare).
     error: str | None = None
 
+    def first_steps(self, steps: int) -> CaseRun:
+        """This run as if it had stopped after ``steps`` steps (each step is recorded on its own)."""
+        return dataclasses.replace(self, steps=self.steps[:steps])
+
 
 def fp8_groups(world_size: int, group_size: int | None) -> list[list[int]]:
     """The ranks of each fp8 group: the world (None), or consecutive blocks of ``group_size`` ranks."""
@@ -111,7 +115,7 @@ class Pair:
         def cut(side: list[list[CaseRun]] | None) -> list[list[CaseRun]] | None:
             if side is None:
                 return None
-            return [[dataclasses.replace(run, steps=run.steps[:steps]) for run in runs] for runs in side]
+            return [[run.first_steps(steps) for run in runs] for runs in side]
 
         return dataclasses.replace(
             self, spec=dataclasses.replace(self.spec, steps=steps),

@@ -11,7 +11,6 @@ kernel for the legacy executor (it runs TE's modules), TE's Python update for th
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from teparity.judge import tolerances
@@ -137,7 +136,7 @@ def compare_sides(
         for eager, thunder in zip(eager_runs, thunder_runs, strict=True):
             if eager.error is not None or thunder.error is not None:
                 continue  # reported by case_errors
-            eager, thunder = (dataclasses.replace(run, steps=run.steps[:steps]) for run in (eager, thunder))
+            eager, thunder = eager.first_steps(steps), thunder.first_steps(steps)
             tol = tolerances.numerics_rule(spec.recipe_id, spec.executor, eager.case.activation)
             compare_numerics(eager, thunder, tol, rank=rank, result=result)
             amax_tol, scale_tol = tolerances.state_rules(spec.executor, eager.case.activation)
