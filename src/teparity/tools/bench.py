@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -58,20 +56,17 @@ def differing_tests(fresh: dict[str, Any], warm: dict[str, Any]) -> list[str]:
 
 def bench(pytest_args: list[str], workdir: Path, progress: Callable[[str], None] = print) -> tuple[dict[str, Any], bool]:
     """Run both modes; return bench.json's content and whether the verdicts and evidence are identical."""
+    from teparity.tools.killmatrix import run_gate
+
     runs: dict[str, dict[str, Any]] = {}
     for mode in MODES:
-        report = workdir / f"{mode}.json"
-        command = [sys.executable, "-m", "pytest", *pytest_args, "-p", "no:cacheprovider", f"--basetemp={workdir / f'tmp-{mode}'}",
-                   f"--teparity-ranks={mode}", f"--teparity-report={report}"]
         start = time.monotonic()
-        with open(workdir / f"{mode}.log", "w") as log:
-            completed = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT)
+        run = run_gate(pytest_args, workdir, None, [f"--teparity-ranks={mode}"], name=mode)
         elapsed = time.monotonic() - start
-        data = json.loads(report.read_text()) if report.exists() else {}
-        started = startup(workdir / f"tmp-{mode}")
-        runs[mode] = {"seconds": elapsed, "exitstatus": completed.returncode, "report": data, "startup": started}
+        started = startup(workdir / mode)
+        runs[mode] = {"seconds": elapsed, "exitstatus": run.returncode, "report": run.report, "startup": started}
         phases = ", ".join(f"{name} {value:.0f} s" for name, value in started["seconds"].items())
-        progress(f"{mode}: {elapsed:.1f} s, exit {completed.returncode}, {len(_verdicts(data))} tests reported; "
+        progress(f"{mode}: {elapsed:.1f} s, exit {run.returncode}, {len(_verdicts(run.report))} tests reported; "
                  f"{started['processes']} rank processes started, {started['total_s']:.0f} s of their start-up ({phases})")
     differing = differing_tests(runs["fresh"]["report"], runs["warm"]["report"])
     fresh = _verdicts(runs["fresh"]["report"])

@@ -36,18 +36,23 @@ class GateRun:
         return self.tests_that("FAIL")
 
 
-def run_gate(paths: list[str], workdir: Path, mutation: str | None = None, pytest_args: list[str] = ()) -> GateRun:
-    """One pytest run of ``paths`` (with ``mutation`` injected), its parity report read back."""
-    name = mutation or "clean"
-    report_path = workdir / f"{name}.json"
+def run_gate(
+    paths: list[str], workdir: Path, mutation: str | None = None, pytest_args: list[str] = (), *, name: str | None = None
+) -> GateRun:
+    """One pytest run of ``paths`` (with ``mutation`` injected) under ``workdir``: its output goes to
+    ``NAME.log`` as it runs (a run cut off keeps what it printed), its temp dir is ``NAME/``, and its
+    parity report ``NAME.json`` is read back (NAME: ``name``, else the mutation, else "clean")."""
+    name = name or mutation or "clean"
+    report_path, log_path = workdir / f"{name}.json", workdir / f"{name}.log"
     command = [
-        sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider",
+        sys.executable, "-m", "pytest", *paths, "-p", "no:cacheprovider",
         f"--basetemp={workdir / name}", f"--teparity-report={report_path}",
         *([f"--teparity-inject={mutation}"] if mutation else []), *pytest_args,
     ]
-    completed = subprocess.run(command, capture_output=True, text=True)
+    with open(log_path, "w") as log:
+        completed = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT)
     report = json.loads(report_path.read_text()) if report_path.exists() else {}
-    return GateRun(mutation, completed.returncode, completed.stdout + completed.stderr, report)
+    return GateRun(mutation, completed.returncode, log_path.read_text(errors="replace"), report)
 
 
 def kill_matrix(
@@ -62,7 +67,7 @@ def kill_matrix(
     env = environment()
 
     def gate(name: str | None) -> GateRun:
-        run = run_gate(paths, workdir, name, pytest_args)
+        run = run_gate(paths, workdir, name, ["-q", *pytest_args])
         progress(f"{name or '(clean run)'}: exit {run.returncode}, failed checks: {', '.join(run.failed_checks()) or 'none'}")
         return run
 
