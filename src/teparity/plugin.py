@@ -266,15 +266,6 @@ def parity(teparity_env: Any, rank_runner: RankRunner, backend: str, evidence: C
 
 
 @pytest.fixture
-def te_executor(request: pytest.FixtureRequest, teparity_env: Any) -> Any:
-    """The ``ExecutorInfo`` for the test's ``executor`` parameter; skips when this thunder has none."""
-    kind = request.getfixturevalue("executor")
-    if reason := teparity_env.executor_reason(kind):
-        pytest.skip(reason)
-    return teparity_env.executors[kind]
-
-
-@pytest.fixture
 def evidence(request: pytest.FixtureRequest) -> Callable[[str], None]:
     """Record a one-line evidence summary for the parity report (what a pass rests on)."""
 

@@ -32,11 +32,6 @@ def build(recipe_id: str) -> Any:
     return getattr(te_recipe, class_name)(**kwargs)
 
 
-def is_delayed(recipe_id: str) -> bool:
-    """Delayed scaling keeps amax histories and scales; current scaling keeps no state to compare."""
-    return RECIPES[recipe_id][0] == "DelayedScaling"
-
-
 def unsupported_reason(recipe_id: str, executor: ExecutorKind) -> str | None:
     """Why this executor / installed TE cannot run this recipe, or None."""
     class_name = RECIPES[recipe_id][0]
