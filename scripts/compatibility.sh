@@ -7,8 +7,12 @@ case $PY in */*) PY=$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY") ;; esac
 cd "$(dirname "$0")/../docs"   # report paths relative to docs/: the table's links resolve from there
 R=results
 matrix=()
+for v in 2.9.0 2.10.0 2.11.0 2.12.0 2.13.0 2.14.1 2.15.0 2.16.1 2.17.1 2.18.0 2.19.0 2.20.2; do
+  matrix+=($R/h200-matrix-8a03814/te-$v/gate.json $R/h200-matrix-8a03814/te-$v/gate-thdev.json)
+done
+matrix_3b7a751=()
 for v in 2.10.0 2.11.0 2.13.0 2.14.1 2.17.1 2.18.0; do
-  matrix+=($R/h200-matrix-3b7a751/te-$v/gate.json $R/h200-matrix-3b7a751/te-$v/gate-thdev.json)
+  matrix_3b7a751+=($R/h200-matrix-3b7a751/te-$v/gate.json $R/h200-matrix-3b7a751/te-$v/gate-thdev.json)
 done
 h200_89202c6=(
   $R/h200-te2.9.0-thunder0.2.6/call7-89202c6/warm.json
@@ -46,23 +50,28 @@ gpu4=(
   echo "for that executor in that run. Below each table, the same runs by executor: does it work there, and"
   echo "if not, why."
   echo
-  echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130: the version matrix at 3b7a751"
+  echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130: the version matrix at 8a03814"
   echo
-  echo "Warm ranks; the multi-rank tests ran as 2 gloo ranks sharing the GPU (no NCCL run: the 2-GPU"
-  echo "machines were not lent). TE 2.9.0 and 2.12.0 ran at 89202c6 (next section); TE 2.15.0, 2.16.1,"
-  echo "2.19.0 and 2.20.2 have not run at this commit."
+  echo "All 12 TE releases with thunder 0.2.6 and 0.2.7.dev20260201, at one commit. Warm ranks; the"
+  echo "multi-rank tests ran as 2 gloo ranks sharing the GPU (no NCCL run: no 2-GPU machine was lent)."
   echo
   "$PY" -m teparity matrix "${matrix[@]}"
   echo
-  echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130: TE 2.9.0 and 2.12.0 at 89202c6"
+  echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130: six TE releases at 3b7a751 (superseded)"
   echo
-  echo 'As above, one commit earlier: the registry entry `legacy-executor-loses-te-from-te-2.10` did not yet'
+  echo "The same checks one code revision earlier; the verdicts match the 8a03814 matrix above."
+  echo
+  "$PY" -m teparity matrix "${matrix_3b7a751[@]}"
+  echo
+  echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130: TE 2.9.0 and 2.12.0 at 89202c6 (superseded)"
+  echo
+  echo 'Before 3b7a751: the registry entry `legacy-executor-loses-te-from-te-2.10` did not yet'
   echo 'cover `numerics-fp32-bias`, hence the one FAIL cell on TE 2.12.0 (3b7a751 covers it). The TE 2.9.0'
   echo "thunder 0.2.6 row is the warm half of the fresh-against-warm bench, whose verdicts were identical."
   echo
   "$PY" -m teparity matrix "${h200_89202c6[@]}"
   echo
-  echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130, earlier commits (superseded by the sections above)"
+  echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130, earlier commits (superseded)"
   echo
   echo "Fresh ranks. The functional executor is judged against eager TE on TE's Python scale update here. The"
   echo 'numerics-only reports come from a later commit (fp32 + bias in its own check); `numerics-thdev` is'
