@@ -104,6 +104,9 @@ def _fp8_state_per_cache_entry(evidence: dict[str, Any], env: Environment) -> bo
     )
 
 
+#: The run that showed every entry at once: all 12 TE releases x thunder 0.2.6 and 0.2.7.dev20260201.
+_MATRIX_RUN = "docs/results/h200-matrix-8a03814"
+
 _NO_FP32_BIAS_ALGO = "Unable to find suitable cuBLAS GEMM algorithm"
 
 
@@ -143,7 +146,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "transformer_engine.pytorch.cpu_offload inside try/except; TE 2.10 removed that name, so the module "
         "sets TE_AVAILABLE = False and its checker declines every linear. The legacy executor was removed "
         "in thunder 0.2.7.dev20251130 (PR #2762), so no fix is expected in 0.2.6",
-        seen=("docs/results/h200-matrix-8a03814", "docs/results/h200-te2.12.0", "docs/results/h200-x2-te2.12.0",
+        seen=(_MATRIX_RUN, "docs/results/h200-te2.12.0", "docs/results/h200-x2-te2.12.0",
               "docs/results/h200-x2-te2.16.1-thunder0.2.6", "docs/results/h200-x2-te2.20.2-thunder0.2.6"),
     ),
     KnownDefect(
@@ -164,7 +167,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "its own TE state (legacy: a new TELinear per linear, transformer_engine_v1ex.py; functional: new "
         "get_te_fp8_state recipe states, transformer_engineex_impl.py), where eager TE's micro-batches share "
         "one module's fp8_meta",
-        seen=("docs/results/h200-matrix-8a03814", "docs/results/h200-te2.9.0-thunder0.2.6", "docs/results/h200-te2.12.0"),
+        seen=(_MATRIX_RUN, "docs/results/h200-te2.9.0-thunder0.2.6", "docs/results/h200-te2.12.0"),
     ),
     KnownDefect(
         id="functional-fp32-bias-in-fp8-gemm",
@@ -181,7 +184,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "bias, which general_gemm fuses into the FP8 GEMM; cuBLASLt has no FP8 GEMM with an fp32 bias. Eager "
         "te.Linear casts the bias to bf16 for FP8 GEMMs (module/linear.py _Linear.forward: 'cuBLAS does not "
         "support FP8 GEMM with FP32 bias'); te.ops does not fuse an fp32 bias",
-        seen=("docs/results/h200-matrix-8a03814", "docs/results/h200-x2-te2.9.0-thunder0.2.6", "docs/results/h200-te2.9.0-thunder0.2.6",
+        seen=(_MATRIX_RUN, "docs/results/h200-x2-te2.9.0-thunder0.2.6", "docs/results/h200-te2.9.0-thunder0.2.6",
               "docs/results/h200-te2.12.0"),
     ),
     KnownDefect(
@@ -197,7 +200,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         signature="thunder's FP8 state is identical on every rank (reduced over the world) where eager TE's "
         "differs between fp8 groups, and the executor's autocast wrapper names no fp8_group",
         cause="thunder/executors/transformer_engine_v1ex.py TE_CTX_STR: fp8_autocast(fp8_recipe=...) with no fp8_group",
-        seen=("docs/results/h200-matrix-8a03814", "docs/results/h200-te2.9.0-thunder0.2.6", "docs/results/h200-x2-te2.9.0-thunder0.2.6",
+        seen=(_MATRIX_RUN, "docs/results/h200-te2.9.0-thunder0.2.6", "docs/results/h200-x2-te2.9.0-thunder0.2.6",
               "docs/results/h200-x4-te2.9.0-thunder0.2.6"),
     ),
     KnownDefect(
@@ -214,7 +217,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "differs between fp8 groups, and the executor's update does not ask TE for the group",
         cause="thunder/executors/transformer_engineex_impl.py _te_fp8_amax_and_scale_update_impl all-reduces "
         "state.amax_history over _get_default_group() (since thunder PR #2404, 0.2.5)",
-        seen=("docs/results/h200-matrix-8a03814", "docs/results/h200-te2.9.0-thunder0.2.6", "docs/results/h200-te2.12.0",
+        seen=(_MATRIX_RUN, "docs/results/h200-te2.9.0-thunder0.2.6", "docs/results/h200-te2.12.0",
               "docs/results/h200-x2-te2.9.0-thunder0.2.6", "docs/results/h200-x4-te2.9.0-thunder0.2.6"),
     ),
 )
