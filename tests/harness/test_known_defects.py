@@ -235,13 +235,20 @@ def test_runxfail_shows_the_whole_truth(covered_run: pytest.Pytester) -> None:
 # -- never green when it did not test -------------------------------------------------------------
 
 
-def _gate(tmp_path: Path, *args: str, broken_thunder: bool) -> subprocess.CompletedProcess[str]:
-    """The real gate, ``pytest -n 2`` from the repository root; with a thunder whose import raises first
-    on the path (the installed distribution's metadata stays: thunder is installed but unimportable)."""
+def _gate(tmp_path: Path, *args: str, broken: str | None) -> subprocess.CompletedProcess[str]:
+    """The real gate, ``pytest -n 2`` from the repository root; with ``broken`` ("thunder" or "TE") first on
+    the path as an installed distribution whose import raises (thunder's real metadata stays installed; TE,
+    absent on the CPU runner, gets a dist-info of its own)."""
     env = {**__import__("os").environ}
-    if broken_thunder:
-        (tmp_path / "thunder").mkdir()
-        (tmp_path / "thunder" / "__init__.py").write_text("raise ImportError('this thunder is broken on purpose')\n")
+    if broken:
+        package = {"thunder": "thunder", "TE": "transformer_engine"}[broken]
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text(f"raise ImportError('this {broken} is broken on purpose')\n")
+        if broken == "TE":
+            (tmp_path / "transformer_engine-2.9.0.dist-info").mkdir()
+            (tmp_path / "transformer_engine-2.9.0.dist-info" / "METADATA").write_text(
+                "Metadata-Version: 2.1\nName: transformer_engine\nVersion: 2.9.0\n"
+            )
         env["PYTHONPATH"] = f"{tmp_path}:{env.get('PYTHONPATH', '')}"
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", f"--basetemp={tmp_path / 'base'}", *args],
@@ -249,12 +256,21 @@ def _gate(tmp_path: Path, *args: str, broken_thunder: bool) -> subprocess.Comple
     )
 
 
-def test_an_installed_thunder_that_does_not_import_fails_the_gate(tmp_path: Path) -> None:
-    run = _gate(tmp_path, "tests/trace", "tests/numerics", broken_thunder=True)
+@pytest.mark.parametrize("broken", ["thunder", "TE"])
+def test_an_installed_system_under_test_that_does_not_import_fails_the_gate(tmp_path: Path, broken: str) -> None:
+    from teparity.stack.envprobe import environment
+
+    versions = environment().versions
+    if broken == "TE" and versions.transformer_engine is not None:
+        pytest.skip("TE is installed here: a second, broken TE on the path would not be the one the metadata names")
+    named = f"lightning-thunder {versions.thunder}" if broken == "thunder" else "TransformerEngine 2.9.0"
+    run = _gate(tmp_path, "tests/trace", "tests/numerics", broken=broken)
     assert run.returncode == 1, run.stdout[-3000:]
-    assert "THE SYSTEM UNDER TEST DOES NOT IMPORT (every gate test fails): lightning-thunder" in run.stdout
+    header = [line for line in run.stdout.splitlines() if "THE SYSTEM UNDER TEST DOES NOT IMPORT (every gate test fails)" in line]
+    # thunder 0.2.6 imports an installed TE, so a broken TE breaks thunder too: the header names both.
+    assert header and f"{named}: ImportError: this {broken} is broken on purpose" in header[0], run.stdout[-3000:]
     summary = run.stdout.splitlines()[-1]
-    assert "this thunder is broken on purpose" in run.stdout and re.search(r"\d+ errors?", summary), run.stdout[-3000:]
+    assert f"this {broken} is broken on purpose" in run.stdout and re.search(r"\d+ errors?", summary), run.stdout[-3000:]
     assert "passed" not in summary and "skipped" not in summary, summary
 
 
@@ -264,7 +280,7 @@ def test_what_is_absent_by_design_still_skips_with_its_reason(tmp_path: Path) ->
 
     if environment().versions.transformer_engine is not None:
         pytest.skip("TE is installed here: nothing is absent by design")
-    run = _gate(tmp_path, "tests/numerics", "-rs", broken_thunder=False)
+    run = _gate(tmp_path, "tests/numerics", "-rs", broken=None)
     assert run.returncode == 0, run.stdout[-3000:]
     assert "TransformerEngine is not installed" in run.stdout and " skipped" in run.stdout.splitlines()[-1]
 
