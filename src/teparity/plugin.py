@@ -71,10 +71,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--teparity-ranks",
-        choices=("warm", "fresh"),
-        default="warm",
-        help="warm: each pytest process keeps its ranks between runs (reset between sides; a pool that saw a "
-        "failure is discarded); fresh: new processes for every side (default warm)",
+        choices=("forked", "warm", "fresh"),
+        default="forked",
+        help="forked: warm ranks forked from a fork server that imported torch and TE once (where forking works "
+        "here, else warm, and the header says why); warm: each pytest process keeps its spawned ranks between "
+        "runs (reset between sides; a pool that saw a failure is discarded); fresh: new processes for every "
+        "side (default forked)",
     )
     group.addoption("--teparity-report", metavar="PATH", help="write the parity report as JSON to PATH")
     group.addoption(
@@ -131,7 +133,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"teparity: {env.versions.describe()}",
         f"teparity: GPUs: {gpus}; FP8: {env.fp8_reason() or 'yes'}",
         f"teparity: world size {_world_size(config)}, backend {_backend(config)}, "
-        f"harness deadline {config.getoption('teparity_timeout'):g} s, {config.getoption('teparity_ranks')} ranks",
+        f"harness deadline {config.getoption('teparity_timeout'):g} s, {_ranks_label(config)}",
         *(f"teparity: TE executor {info.label()}" for info in env.executors.values()),
     ]
     if broken := env.import_failure():
@@ -244,6 +246,26 @@ def backend(request: pytest.FixtureRequest) -> str:
     return _backend(request.config)
 
 
+def _ranks(config: pytest.Config) -> tuple[str, str | None]:
+    """The launch mode of this run and, where ``forked`` was asked for and cannot work here, why not
+    (the run then uses warm ranks)."""
+    chosen = config.getoption("teparity_ranks")
+    if chosen == "forked" and (why := _environment().fork_error):
+        return "warm", why
+    return chosen, None
+
+
+def _ranks_label(config: pytest.Config) -> str:
+    mode, fallback = _ranks(config)
+    if fallback:
+        return f"warm ranks (not forked: {fallback})"
+    if mode == "forked":
+        from teparity.stack.versions import forkable_modules
+
+        return f"forked ranks (the fork server imports {', '.join(forkable_modules())})"
+    return f"{mode} ranks"
+
+
 @pytest.fixture(scope="session")
 def rank_runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, backend: str) -> RankRunner:
     """``runner(fn, *args, world_size=N)``: the session's ranks (``--teparity-ranks``; torchrun's own
@@ -251,7 +273,7 @@ def rank_runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     from teparity.gate.ranks import rank_runner
 
     return rank_runner(
-        request.config.getoption("teparity_ranks"), backend, request.config.getoption("teparity_timeout"),
+        _ranks(request.config)[0], backend, request.config.getoption("teparity_timeout"),
         lambda: tmp_path_factory.mktemp("ranks"),
     )
 
@@ -340,7 +362,8 @@ class ParityReporter:
             "world_size": _world_size(self.config),
             "backend": _backend(self.config),
             "harness_deadline_s": self.config.getoption("teparity_timeout"),
-            "ranks": self.config.getoption("teparity_ranks"),
+            "ranks": _ranks(self.config)[0],
+            "ranks_not_forked": _ranks(self.config)[1],
             "injected": self.config.getoption("teparity_inject"),
             "fp8": env.fp8_reason() or "yes",
             "te_settings": te_settings(),

@@ -1,26 +1,39 @@
-"""Warm ranks: a run in a warm pool gives what fresh ranks give, starts in well under a second, and keeps
-every guarantee of fresh ranks (failures with evidence, deadlines, stacks, no orphans)."""
+"""Warm ranks, spawned or forked from the fork server: a run in a warm pool gives what fresh ranks give,
+starts in well under a second, and keeps every guarantee of fresh ranks (failures with evidence,
+deadlines, stacks, no orphans)."""
 
 from __future__ import annotations
 
+import os
 import pickle
+import signal
+import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-from teparity.inrank import faults
+from teparity.inrank import faults, forkable
 from teparity.inrank.scenarios import LegacySyncSpec, legacy_sync_run
 from teparity.launch import pool as rankpool
 from teparity.launch.fresh import run_ranks
 from teparity.launch.outcome import STACK_DUMP_WAIT_S, RanksFailed
 
 pytestmark = pytest.mark.multirank
+FORK_PRELOAD = (forkable.__name__,)
+
+
+@pytest.fixture(params=["spawned", "forked"])
+def fork_preload(request: pytest.FixtureRequest) -> rankpool.ForkPreload:
+    """Each pool test runs with spawned ranks and with ranks forked from the preloaded fork server."""
+    return FORK_PRELOAD if request.param == "forked" else None
 
 
 @pytest.fixture
-def pool(tmp_path: Path):
-    pool = rankpool.RankPool(2, "gloo", 30.0, tmp_path)
+def pool(tmp_path: Path, fork_preload: rankpool.ForkPreload):
+    pool = rankpool.RankPool(2, "gloo", 30.0, tmp_path, fork_preload=fork_preload)
     yield pool
     pool.close()
     assert not faults.still_running(pool.pids), "warm ranks outlived their pool"
@@ -50,17 +63,20 @@ def test_a_side_after_other_sides_gives_the_bytes_fresh_ranks_give(pool: rankpoo
     assert pickle.dumps(warm) == pickle.dumps(fresh)
 
 
-def test_a_raising_rank_discards_the_pool_with_its_traceback(tmp_path: Path) -> None:
-    first = rankpool.warm_ranks(faults.sum_of_ranks, world_size=2, backend="gloo", timeout=120, workdir=tmp_path)
+def test_a_raising_rank_discards_the_pool_with_its_traceback(tmp_path: Path, fork_preload: rankpool.ForkPreload) -> None:
+    first = rankpool.warm_ranks(faults.sum_of_ranks, world_size=2, backend="gloo", timeout=120, workdir=tmp_path,
+                                fork_preload=fork_preload)
     assert first == [(0, 2, 1), (1, 2, 1)]
     (pool,) = rankpool._POOLS.values()
     with pytest.raises(RanksFailed) as failed:
-        rankpool.warm_ranks(faults.raise_on_last_rank, "boom", world_size=2, backend="gloo", timeout=120, workdir=tmp_path)
+        rankpool.warm_ranks(faults.raise_on_last_rank, "boom", world_size=2, backend="gloo", timeout=120, workdir=tmp_path,
+                            fork_preload=fork_preload)
     by_rank = {f.rank: f for f in failed.value.failures}
     assert by_rank[1].kind == "raised" and "ValueError: boom" in by_rank[1].detail
     assert "the pool is discarded" in str(failed.value)
     assert not rankpool._POOLS and not faults.still_running(pool.pids)
-    again = rankpool.warm_ranks(faults.sum_of_ranks, world_size=2, backend="gloo", timeout=120, workdir=tmp_path)
+    again = rankpool.warm_ranks(faults.sum_of_ranks, world_size=2, backend="gloo", timeout=120, workdir=tmp_path,
+                                fork_preload=fork_preload)
     assert again == first and set(rankpool._POOLS[next(iter(rankpool._POOLS))].pids).isdisjoint(pool.pids)
     rankpool.close_pools()
 
@@ -85,9 +101,69 @@ def test_a_warm_hang_fails_within_the_deadline_with_every_stack(pool: rankpool.R
 
 def test_pools_are_kept_per_setting_and_closed_together(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rankpool.warm_ranks(faults.sum_of_ranks, world_size=1, backend="gloo", timeout=120, workdir=tmp_path)
+    rankpool.warm_ranks(faults.sum_of_ranks, world_size=1, backend="gloo", timeout=120, workdir=tmp_path,
+                        fork_preload=FORK_PRELOAD)
     monkeypatch.setenv("NVTE_UNFUSED_FP8_UPDATE", "1")  # ranks inherit the environment at their start
     rankpool.warm_ranks(faults.sum_of_ranks, world_size=1, backend="gloo", timeout=120, workdir=tmp_path)
     pools = list(rankpool._POOLS.values())
-    assert len(pools) == 2
+    assert len(pools) == 3
     rankpool.close_pools()
     assert not rankpool._POOLS and not faults.still_running(pid for p in pools for pid in p.pids)
+
+
+def test_a_forked_rank_skips_the_preloaded_imports_and_takes_the_environment_of_its_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fork server imported torch (and thunder or TE) once; a pool started in another environment than
+    the fork server's is spawned, so what its ranks imported read the environment they run in."""
+    forked = rankpool.RankPool(1, "gloo", 30.0, tmp_path, fork_preload=FORK_PRELOAD)
+    try:
+        assert forked.run(faults.sum_of_ranks, (), timeout=120) == [(0, 1, 0)]
+        log = (forked.run_dir / "rank0.log").read_text()
+        assert "start-up: import torch 0.00 s" in log, log
+        parent = int(Path(f"/proc/{forked.pids[0]}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        assert parent != os.getpid(), "the rank was not forked by the fork server"
+    finally:
+        forked.close()
+    monkeypatch.setenv("TEPARITY_TEST_SETTING", "changed")
+    rankpool.warm_ranks(faults.environment_variable, "TEPARITY_TEST_SETTING", world_size=1, backend="gloo",
+                        timeout=120, workdir=tmp_path, fork_preload=FORK_PRELOAD)
+    (pool,) = rankpool._POOLS.values()
+    try:
+        assert not pool.forked, "a pool in another environment than the fork server's was forked"
+        assert pool.run(faults.environment_variable, ("TEPARITY_TEST_SETTING",), timeout=60) == ["changed"]
+    finally:
+        rankpool.close_pools()
+
+
+def test_forked_ranks_and_their_fork_server_die_with_their_parent(tmp_path: Path) -> None:
+    """If the parent is SIGKILLed (no finally runs), its fork server exits and every forked rank dies."""
+    pids = tmp_path / "pids"
+    script = tmp_path / "parent.py"
+    script.write_text(textwrap.dedent(f"""
+        import multiprocessing.forkserver, os
+        from pathlib import Path
+        from teparity.inrank import faults, forkable
+        from teparity.launch.pool import RankPool
+        if __name__ == "__main__":
+            pool = RankPool(2, "gloo", 600, Path({str(tmp_path)!r}), fork_preload=(forkable.__name__,))
+            ranks = pool.run(faults.pid_of_rank, (), timeout=120)
+            server = multiprocessing.forkserver._forkserver._forkserver_pid
+            Path({str(pids)!r}).write_text(" ".join(map(str, [server, *ranks])))
+            pool.run(faults.skip_collective_on_last_rank, (), timeout=600)
+    """))
+    parent = subprocess.Popen([sys.executable, str(script)])
+    try:
+        deadline = time.monotonic() + 120
+        while not pids.exists():
+            assert time.monotonic() < deadline and parent.poll() is None, "the forked pool did not start"
+            time.sleep(0.2)
+        processes = [int(pid) for pid in pids.read_text().split()]
+        assert len(processes) == 3 and not set(processes) & {parent.pid}, processes
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and faults.still_running(processes):
+        time.sleep(0.1)
+    assert not faults.still_running(processes), f"the fork server or forked ranks outlived their parent: {processes}"

@@ -1,4 +1,4 @@
-"""How the gate runs a function on ranks: the launch mode (fresh, warm, or the torchrun processes
+"""How the gate runs a function on ranks: the launch mode (forked, warm, fresh, or the torchrun processes
 themselves), the backend, and the wrapper every rank runs the function in
 (``teparity.inrank.task.in_rank``: injected mutations once, a reset before each run). The launchers in
 ``teparity.launch`` know none of this."""
@@ -11,7 +11,7 @@ from typing import Any, Literal, Protocol
 
 from teparity.launch.outcome import Backend
 
-Mode = Literal["warm", "fresh"]
+Mode = Literal["forked", "warm", "fresh"]
 
 
 class RankRunner(Protocol):
@@ -29,7 +29,9 @@ def default_backend(world_size: int) -> Backend:
 
 def rank_runner(mode: Mode, backend: Backend, timeout: float, workdir: Callable[[], Path]) -> RankRunner:
     """The session's runner: under torchrun a run of its world size joins torchrun's group; otherwise
-    ``mode`` picks fresh or warm ranks. One-rank runs use gloo (no collective needs a GPU per rank)."""
+    ``mode`` picks fresh, warm or forked ranks (warm ranks forked from a fork server that imported
+    ``teparity.inrank.forkable``). One-rank runs use gloo (no collective needs a GPU per rank)."""
+    from teparity.inrank import forkable
     from teparity.inrank.task import in_rank, preload
     from teparity.launch.fresh import run_ranks
     from teparity.launch.outcome import pg_timeout_for, qualified_name
@@ -43,9 +45,10 @@ def rank_runner(mode: Mode, backend: Backend, timeout: float, workdir: Callable[
         if torchrun_world() is not None and world_size > 1:
             return run_joined(in_rank, fn, *args, world_size=world_size, backend=chosen,
                               pg_timeout=pg_timeout_for(timeout, None), label=label)
-        if mode == "warm":
+        if mode in ("warm", "forked"):
             return warm_ranks(in_rank, fn, *args, world_size=world_size, backend=chosen, timeout=timeout,
-                              workdir=workdir(), prologue=preload, label=label)
+                              workdir=workdir(), prologue=preload, label=label,
+                              fork_preload=(forkable.__name__,) if mode == "forked" else None)
         return run_ranks(in_rank, fn, *args, world_size=world_size, backend=chosen, timeout=timeout,
                          workdir=workdir(), label=label)
 

@@ -88,3 +88,8 @@ def waiting_for_a_collective_that_others_skipped() -> None:
 def pid_of_rank(rank: int, world_size: int) -> int:
     """The process id of the rank: tells a joined torchrun rank from a spawned one."""
     return os.getpid()
+
+
+def environment_variable(rank: int, world_size: int, name: str) -> str | None:
+    """The rank's value of an environment variable: what it inherited at its start."""
+    return os.environ.get(name)

@@ -9,8 +9,16 @@ The guarantees of fresh ranks hold: a rank that raises, dies or hangs fails the 
 exit status or stack (faulthandler, on SIGUSR1 at the deadline), and every rank is killed; a pool that
 saw any failure is discarded, so the next run starts fresh ranks. Ranks die with their parent.
 
+Forked ranks (``fork_preload``): the ranks are forked by this process's fork server (multiprocessing's
+``forkserver``, itself a fresh process) after it imported the ``fork_preload`` modules once, instead of
+each being spawned and importing them itself. A forked rank takes this process's environment at its
+start; what the fork server imported read theirs when the first forked pool started it, so a pool whose
+environment differs from that one is spawned instead. The fork server writes its import times to
+``forkserver.log`` in the first forked pool's directory, and it exits with this process.
+
 ``warm_ranks(fn, *args, ...)`` is ``run_ranks`` over the pool kept for (world size, backend, process-group
-timeout, prologue, the environment the ranks inherit) in this process; ``close_pools()`` ends them all.
+timeout, prologue, start method, the environment the ranks inherit) in this process; ``close_pools()``
+ends them all.
 """
 
 from __future__ import annotations
@@ -42,17 +50,25 @@ from teparity.launch.rank import join_group, start_rank
 
 #: Run once in each warm rank after it joined its group (module level, so that spawn can import it).
 Prologue = Callable[[], None] | None
+#: Modules the fork server imports before it forks ranks (None: spawn the ranks).
+ForkPreload = tuple[str, ...] | None
+#: The fork server's log of its imports (set in its environment when this process starts it).
+FORK_SERVER_LOG_VARIABLE = "TEPARITY_FORK_SERVER_LOG"
 
 #: How long the ranks of a new pool may take to start and join their group before it counts as hung.
 START_DEADLINE_S = 300.0
 
 
 def _pool_rank_main(
-    rank: int, world_size: int, backend: Backend, workdir: str, pg_timeout_s: float, parent_pid: int,
-    prologue: Prologue, conn: Any,
+    rank: int, world_size: int, backend: Backend, workdir: str, pg_timeout_s: float, parent_pid: int | None,
+    prologue: Prologue, conn: Any, environ: dict[str, str] | None = None,
 ) -> None:
     """Entry point of a warm rank: start as a fresh rank does, run the prologue, then run tasks until told
-    to stop."""
+    to stop. A forked rank (no ``parent_pid``: its parent is the fork server) first takes ``environ``."""
+    if environ is not None:
+        os.environ.clear()
+        os.environ.update(environ)
+        _release_fork_server()
     start_rank(rank, world_size, workdir, parent_pid)
     try:
         join_group(rank, world_size, backend, workdir, pg_timeout_s)
@@ -78,25 +94,40 @@ def _pool_rank_main(
             os._exit(1)  # peers may be stuck in a collective with this rank; the parent discards the pool
 
 
+def _release_fork_server() -> None:
+    """Close this forked rank's copy of the pipe by which the fork server learns that its parent died
+    (multiprocessing hands every child the write end): held open here, it would keep the fork server,
+    and so this rank, alive after a killed parent."""
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver
+    if server._forkserver_alive_fd is not None:
+        os.close(server._forkserver_alive_fd)
+        server._forkserver_alive_fd = None
+
+
 class RankPool:
     """``world_size`` warm ranks in one process group (see the module docstring)."""
 
-    def __init__(self, world_size: int, backend: Backend, pg_timeout: float, workdir: Path, prologue: Prologue = None) -> None:
-        import torch.multiprocessing as torch_mp
-
+    def __init__(
+        self, world_size: int, backend: Backend, pg_timeout: float, workdir: Path, prologue: Prologue = None,
+        fork_preload: ForkPreload = None,
+    ) -> None:
         self.world_size, self.backend, self.pg_timeout = world_size, backend, pg_timeout
+        self.forked = fork_preload is not None
         workdir.mkdir(parents=True, exist_ok=True)
         self.run_dir = Path(tempfile.mkdtemp(prefix="pool-", dir=workdir))
         self.tasks = 0
-        context = torch_mp.get_context("spawn")
+        context = _context(fork_preload, self.run_dir)
         self.connections = []
         self.processes = []
         for rank in range(world_size):
             parent_end, child_end = context.Pipe()
             process = context.Process(
                 target=_pool_rank_main,
-                args=(rank, world_size, backend, str(self.run_dir), pg_timeout, os.getpid(), prologue, child_end),
-                name=f"teparity-warm-rank{rank}",
+                args=(rank, world_size, backend, str(self.run_dir), pg_timeout, None if self.forked else os.getpid(),
+                      prologue, child_end, dict(os.environ) if self.forked else None),
+                name=f"teparity-{'forked' if self.forked else 'warm'}-rank{rank}",
             )
             process.start()
             child_end.close()
@@ -186,17 +217,45 @@ class RankPool:
             connection.close()
 
 
+def _context(fork_preload: ForkPreload, run_dir: Path) -> Any:
+    """The spawn context, or the forkserver context whose server (started by the first forked pool, with
+    its log in that pool's directory) has imported ``fork_preload``."""
+    import multiprocessing.forkserver
+
+    import torch.multiprocessing as torch_mp
+
+    global _fork_server_environment
+    if fork_preload is None:
+        return torch_mp.get_context("spawn")
+    if _fork_server_environment is None:
+        _fork_server_environment = _inherited()
+    context = torch_mp.get_context("forkserver")
+    context.set_forkserver_preload(list(fork_preload))
+    os.environ[FORK_SERVER_LOG_VARIABLE] = str(run_dir / "forkserver.log")
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        del os.environ[FORK_SERVER_LOG_VARIABLE]
+    return context
+
+
 _POOLS: dict[tuple[Any, ...], RankPool] = {}
+#: The environment this process's fork server started with (what its preloaded modules read).
+_fork_server_environment: tuple[tuple[str, str], ...] | None = None
 
 
 #: Environment variables that change while one pool serves (pytest sets it per test phase).
 _VOLATILE = frozenset({"PYTEST_CURRENT_TEST"})
 
 
-def _key(world_size: int, backend: Backend, pg_timeout: float, prologue: Prologue) -> tuple[Any, ...]:
-    """What a pool's ranks fixed at their start: their group, their prologue, the environment they inherited."""
-    inherited = tuple(sorted((k, v) for k, v in os.environ.items() if k not in _VOLATILE))
-    return world_size, backend, pg_timeout, prologue, inherited
+def _inherited() -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, v) for k, v in os.environ.items() if k not in _VOLATILE))
+
+
+def _key(world_size: int, backend: Backend, pg_timeout: float, prologue: Prologue, fork_preload: ForkPreload) -> tuple[Any, ...]:
+    """What a pool's ranks fixed at their start: their group, their prologue, how they started, the
+    environment they inherited."""
+    return world_size, backend, pg_timeout, prologue, fork_preload, _inherited()
 
 
 def warm_ranks(
@@ -208,17 +267,21 @@ def warm_ranks(
     workdir: Path,
     pg_timeout: float | None = None,
     prologue: Prologue = None,
+    fork_preload: ForkPreload = None,
     label: str | None = None,
 ) -> list[Any]:
-    """``run_ranks`` on this process's warm pool for these settings (started on first use)."""
+    """``run_ranks`` on this process's warm pool for these settings (started on first use; forked from the
+    fork server when ``fork_preload`` names its imports and the environment is the one it started with)."""
     __tracebackhide__ = True
     pg_timeout = pg_timeout_for(timeout, pg_timeout)
-    key = _key(world_size, backend, pg_timeout, prologue)
+    if fork_preload is not None and _fork_server_environment not in (None, _inherited()):
+        fork_preload = None  # what the fork server imported read another environment: spawn these ranks
+    key = _key(world_size, backend, pg_timeout, prologue, fork_preload)
     pool = _POOLS.get(key)
     if pool is None or not pool.alive():
         if pool is not None:
             pool.close()
-        pool = _POOLS[key] = RankPool(world_size, backend, pg_timeout, workdir, prologue)
+        pool = _POOLS[key] = RankPool(world_size, backend, pg_timeout, workdir, prologue, fork_preload)
     try:
         return pool.run(fn, args, timeout, label)
     except BaseException:

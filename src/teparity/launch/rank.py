@@ -19,14 +19,18 @@ from teparity.launch.outcome import Backend
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent(parent_pid: int) -> None:
+def _die_with_parent(parent_pid: int | None) -> None:
+    """SIGKILL on the parent's death; ``parent_pid`` None: whichever process is the parent now (a forked
+    rank's fork server, which itself exits with the process that started it)."""
+    if parent_pid is None:
+        parent_pid = os.getppid()
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent_pid:  # the parent died before the prctl took effect
         os._exit(1)
 
 
-def start_rank(rank: int, world_size: int, workdir: str, parent_pid: int) -> Any:
+def start_rank(rank: int, world_size: int, workdir: str, parent_pid: int | None) -> Any:
     """Evidence capture and parent-death; returns the open ``workdir/rank{rank}.log``."""
     _die_with_parent(parent_pid)
     log = open(Path(workdir) / f"rank{rank}.log", "w", buffering=1)

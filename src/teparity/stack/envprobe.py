@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from teparity.stack.versions import Environment, Versions, find_te_executors
+from teparity.stack.versions import Environment, Versions, find_te_executors, forkable_modules
 
 PROBE_TIMEOUT_S = 300
 
@@ -27,8 +27,57 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0][:300]
 
 
+def fork_check() -> tuple[bool, str | None]:
+    """Fork a child after importing ``forkable_modules()``, as the fork server does
+    (``teparity.inrank.forkable``), and have it run a tensor op on the GPU where it sees one. Returns
+    whether torch marked the child unfit for CUDA (it is, once its parent asked the GPU anything) and
+    the op's error, or None. Must run before anything in this process touches CUDA."""
+    import importlib
+
+    for name in forkable_modules():
+        try:
+            importlib.import_module(name)
+        except Exception:  # reported by the import checks of the probe, and by every rank
+            pass
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report, then leave without running the parent's cleanup
+        os.close(read)
+        report: dict[str, object] = {"bad_fork": None, "error": None}
+        try:
+            import torch
+
+            report["bad_fork"] = bool(torch.cuda._is_in_bad_fork())
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            (torch.ones(2, device=device) * 2).sum().item()
+        except BaseException as error:
+            report["error"] = _first_line(error)
+        os.write(write, json.dumps(report).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        text = pipe.read().decode(errors="replace")
+    _, status = os.waitpid(pid, 0)
+    if not text:
+        return False, f"the forked child ended with status {status} and no report"
+    report = json.loads(text)
+    return bool(report["bad_fork"]), report["error"]
+
+
+def fork_error(bad_fork: bool, error: str | None, has_gpu: bool) -> str | None:
+    """Why ranks cannot be forked here, or None. A child that torch marked unfit for CUDA is fine where
+    there is no GPU (nothing in it will use CUDA)."""
+    imported = ", ".join(forkable_modules())
+    if error is not None:
+        return f"a child forked after importing {imported} failed a tensor op: {error}"
+    if bad_fork and has_gpu:
+        return f"torch marks a child forked after importing {imported} unfit for CUDA"
+    return None
+
+
 def probe() -> Environment:
     """Do the reading in this process (meant for the subprocess; it imports torch, TE and thunder)."""
+    bad_fork, fork_failure = fork_check()  # first: the GPU queries below would make any child unfit
     import torch
 
     gpus = []
@@ -67,6 +116,7 @@ def probe() -> Environment:
             "executors": executors,
             "te_import_error": te_error,
             "thunder_import_error": thunder_error,
+            "fork_error": fork_error(bad_fork, fork_failure, bool(gpus)),
         }
     )
 

@@ -90,6 +90,16 @@ def parse_version(text: str) -> Version | None:
         return None
 
 
+def forkable_modules() -> tuple[str, ...]:
+    """What a process can import and still fork children that use CUDA: torch, and TE where it is
+    installed, else thunder. With TE installed, thunder's import queries the GPU and a child forked after
+    it cannot initialise CUDA; torch and ``transformer_engine.pytorch`` leave fork usable (docs/facts.md,
+    "Forked ranks"). The environment probe checks it on each machine (``envprobe.fork_error``)."""
+    if installed_version("transformer_engine") is not None:
+        return ("torch", "transformer_engine.pytorch")
+    return ("torch", "thunder")
+
+
 @dataclasses.dataclass(frozen=True)
 class Versions:
     """Versions of the systems under test, read from package metadata (no import, no CUDA)."""
@@ -290,6 +300,8 @@ class Environment:
     #: Why ``import transformer_engine.pytorch`` failed, or None if it worked or TE is absent.
     te_import_error: str | None
     thunder_import_error: str | None
+    #: Why ranks cannot be forked from a preloaded fork server here, or None (``envprobe.fork_error``).
+    fork_error: str | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Environment:
@@ -299,6 +311,7 @@ class Environment:
             executors={k: ExecutorInfo(**v) for k, v in data["executors"].items()},
             te_import_error=data["te_import_error"],
             thunder_import_error=data["thunder_import_error"],
+            fork_error=data["fork_error"],
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -308,6 +321,7 @@ class Environment:
             "executors": {k: v.as_dict() for k, v in self.executors.items()},
             "te_import_error": self.te_import_error,
             "thunder_import_error": self.thunder_import_error,
+            "fork_error": self.fork_error,
         }
 
     # -- reasons: None means "can"; a string says why not, and is what a skip prints ----------------
