@@ -93,3 +93,19 @@ def pid_of_rank(rank: int, world_size: int) -> int:
 def environment_variable(rank: int, world_size: int, name: str) -> str | None:
     """The rank's value of an environment variable: what it inherited at its start."""
     return os.environ.get(name)
+
+
+def import_in_order(rank: int, world_size: int, names: list[str]) -> dict[str, str]:
+    """Import ``names`` in this order, as a user's code might: each name's outcome ("ok" or the error), and
+    whether ``matplotlib.ft2font`` had been imported by then (``ft2font loaded``)."""
+    import importlib
+    import sys
+
+    outcome = {"ft2font loaded": str("matplotlib.ft2font" in sys.modules)}
+    for name in names:
+        try:
+            importlib.import_module(name)
+            outcome[name] = "ok"
+        except Exception as error:
+            outcome[name] = f"{type(error).__name__}: {error}"
+    return outcome
