@@ -1,7 +1,8 @@
 """``python -m teparity``: ``doctor`` (what this machine can run, and why not), ``matrix`` (parity
 reports merged into a markdown compatibility table), ``kill-matrix`` (the gate clean and under each
-applicable mutation from teparity.tools.mutations), ``known-defects`` (the registry as markdown) and ``bench``
-(the gate with fresh ranks, then warm: wall times, ratio, identical verdicts)."""
+applicable mutation from teparity.tools.mutations), ``known-defects`` (the registry as markdown), ``bench``
+(the gate with fresh, warm and forked ranks: wall times, ratios, identical verdicts) and ``repeat`` (the
+gate N times: every verdict or number that changed)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from teparity.gate.matrix import compatibility_matrix
 from teparity.gate.report import ParityReport
+from teparity.tools.bench import MODES
 
 
 def doctor() -> int:
@@ -74,13 +76,21 @@ def main(argv: list[str] | None = None) -> int:
     kills.add_argument("--pytest-args", default="", help='extra pytest arguments, e.g. "-n 2"')
     kills.add_argument("--jobs", type=int, default=1, help="mutants run at a time, after the clean run (default 1)")
     commands.add_parser("known-defects", help="the known upstream defects registry as markdown")
-    timing = commands.add_parser("bench", help="the gate with fresh ranks, then warm: wall times, ratio, identical verdicts")
-    timing.add_argument("--workdir", type=Path, help="bench.json, both reports and logs (default: a new temp dir)")
+    timing = commands.add_parser("bench", help="the gate with fresh, warm and forked ranks: wall times, ratios, identical verdicts")
+    timing.add_argument("--workdir", type=Path, help="bench.json, every report and log (default: a new temp dir)")
+    timing.add_argument("--modes", type=_modes, default=MODES, metavar="M,M",
+                        help=f"the launch modes to compare, in this order (default {','.join(MODES)})")
     timing.add_argument("pytest_args", nargs=argparse.REMAINDER, help="pytest arguments (after --), e.g. -- -n 2 tests/ddp")
+    again = commands.add_parser("repeat", help="the gate N times in a row: every test whose verdict or evidence changed")
+    again.add_argument("count", type=_at_least_two, metavar="N", help="how many runs (N >= 2)")
+    again.add_argument("--workdir", type=Path, help="repeat.json, every report and log (default: a new temp dir)")
+    again.add_argument("pytest_args", nargs=argparse.REMAINDER, help="pytest arguments (after --), e.g. -- -n 2 tests/ddp")
     args = parser.parse_args(argv)
-    if args.command == "bench":
+    if args.command in ("bench", "repeat"):
         pytest_args = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
-        return bench_command(pytest_args, args.workdir)
+        if args.command == "repeat":
+            return repeat_command(args.count, pytest_args, args.workdir)
+        return bench_command(pytest_args, args.workdir, args.modes)
     if args.command == "doctor":
         return doctor()
     if args.command == "known-defects":
@@ -93,31 +103,75 @@ def main(argv: list[str] | None = None) -> int:
     return matrix(args.reports, args.output)
 
 
-def bench_command(pytest_args: list[str], workdir: Path | None) -> int:
+def _modes(text: str) -> tuple[str, ...]:
+    modes = tuple(text.split(","))
+    if any(mode not in MODES for mode in modes) or len(set(modes)) != len(modes):
+        raise argparse.ArgumentTypeError(f"distinct names from {', '.join(MODES)}, comma-separated; got {text!r}")
+    return modes
+
+
+def _at_least_two(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if count < 2:
+        raise argparse.ArgumentTypeError(f"a repeat needs at least 2 runs, got {count}")
+    return count
+
+
+def _workdir(workdir: Path | None, prefix: str) -> Path:
     import tempfile
 
+    workdir = workdir or Path(tempfile.mkdtemp(prefix=prefix))
+    workdir.mkdir(parents=True, exist_ok=True)
+    return workdir
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def bench_command(pytest_args: list[str], workdir: Path | None, modes: tuple[str, ...]) -> int:
     from teparity.tools.bench import bench
 
-    workdir = workdir or Path(tempfile.mkdtemp(prefix="teparity-bench-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    result, identical = bench(pytest_args, workdir, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    workdir = _workdir(workdir, "teparity-bench-")
+    result, identical = bench(pytest_args, workdir, modes, progress=_progress)
+    times = ", ".join(f"{mode} {seconds} s" for mode, seconds in result["seconds"].items())
+    speedups = ", ".join(f"{modes[0]}/{mode} {x}x" for mode, x in result["speedup"].items() if mode != modes[0])
     print(
-        f"fresh {result['fresh_s']} s, warm {result['warm_s']} s, fresh/warm {result['ratio']}x; verdicts and evidence "
+        f"{times}; {speedups or 'one mode'}; verdicts and evidence "
         f"{'identical' if identical else 'DIFFER: ' + ', '.join(result['differing_tests'] or ['(exit status)'])}"
     )
     print(f"bench.json: {workdir / 'bench.json'}")
     return 0 if identical else 1
 
 
+def repeat_command(count: int, pytest_args: list[str], workdir: Path | None) -> int:
+    from teparity.tools.repeat import repeat
+
+    workdir = _workdir(workdir, "teparity-repeat-")
+    result, stable = repeat(count, pytest_args, workdir, progress=_progress)
+    if stable:
+        print(f"{count} runs, {result['tests']} tests: no verdict or evidence changed")
+    else:
+        print(f"{count} runs: {len(result['changed'])} tests changed between runs"
+              + (" (and the exit statuses differ)" if len({r['exitstatus'] for r in result['runs']}) > 1 else ""))
+        for node, versions in result["changed"].items():
+            print(f"  {node}")
+            for version in versions:
+                print(f"    runs {version['runs']}: {version['outcome']}: {version['evidence'][:200]}")
+    print(f"repeat.json: {workdir / 'repeat.json'}")
+    return 0 if stable else 1
+
+
 def kill_matrix_command(paths: list[str], workdir: Path | None, pytest_args: str, jobs: int) -> int:
     import shlex
-    import tempfile
 
     from teparity.tools.killmatrix import kill_matrix
 
-    workdir = workdir or Path(tempfile.mkdtemp(prefix="teparity-kills-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    table, ok = kill_matrix(paths, workdir, shlex.split(pytest_args), jobs, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    workdir = _workdir(workdir, "teparity-kills-")
+    table, ok = kill_matrix(paths, workdir, shlex.split(pytest_args), jobs, progress=_progress)
     print(table)
     print(f"reports: {workdir}")
     return 0 if ok else 1

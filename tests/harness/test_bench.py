@@ -1,5 +1,6 @@
-"""``python -m teparity bench``: the same gate fresh and warm, judged identical only when every verdict
-and evidence line is, with each mode's start-up summed from the rank logs."""
+"""``python -m teparity bench``: the same gate fresh, warm and forked, judged identical only when every
+verdict and evidence line is, with each mode's start-up summed from the rank and fork-server logs; and
+``python -m teparity repeat``, which names every test that changed between runs."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from teparity.tools import repeat as repeating
 from teparity.tools.bench import differing_tests, startup
+from teparity.tools.killmatrix import GateRun
 
 
 def _report(*tests: tuple[str, str, str]) -> dict:
@@ -25,6 +28,7 @@ def test_a_verdict_or_a_number_that_differs_is_named_and_temporary_paths_are_not
     assert differing_tests(same, _report(("t::a", "pass", "max|d| 0.5"), ("t::b", "known", "2 differences"))) == ["t::a"]
     # A changed outcome, and a test that one run does not have.
     assert differing_tests(same, _report(("t::a", "FAIL", "max|d| 0; rank logs: /tmp/z"))) == ["t::a", "t::b"]
+    assert differing_tests(same, moved, _report(("t::a", "pass", "max|d| 0; rank logs: /tmp/w"), ("t::b", "known", "3 differences"))) == ["t::b"]
 
 
 def test_startup_sums_each_phase_over_every_rank_log(tmp_path: Path) -> None:
@@ -34,11 +38,35 @@ def test_startup_sums_each_phase_over_every_rank_log(tmp_path: Path) -> None:
         "teparity rank preload: import transformer_engine 4.00 s, import thunder 3.00 s, CUDA init 0.40 s\n")
     (tmp_path / "gw0" / "ranks-1" / "rank1.log").write_text(
         "teparity rank 1 start-up: import torch 2.50 s, nccl process group 1.00 s\nTraceback (most recent call last):\n")
+    (tmp_path / "gw1" / "ranks-2" / "pool-x").mkdir(parents=True)
+    (tmp_path / "gw1" / "ranks-2" / "pool-x" / "forkserver.log").write_text(
+        "teparity fork server preload: import torch 3.00 s, import transformer_engine 5.00 s\n")
     summary = startup(tmp_path)
-    assert summary["processes"] == 2
-    assert summary["seconds"] == {"import torch": 5.0, "process group": 1.1, "import transformer_engine": 4.0,
+    assert summary["processes"] == 2 and summary["fork_servers"] == 1
+    assert summary["seconds"] == {"import torch": 8.0, "process group": 1.1, "import transformer_engine": 9.0,
                                   "import thunder": 3.0, "CUDA init": 0.4}
-    assert summary["total_s"] == 13.5
+    assert summary["total_s"] == 21.5
+
+
+def test_repeat_names_each_test_that_changed_with_the_runs_that_saw_each_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fake gate runner: run 2 of 3 gives another number for one test; the others agree."""
+    steady = _report(("t::a", "pass", "max|d| 0"), ("t::b", "pass", "bitwise"))
+    flaky = _report(("t::a", "pass", "max|d| 0.001"), ("t::b", "pass", "bitwise"))
+    reports = iter([steady, flaky, steady])
+    monkeypatch.setattr("teparity.tools.killmatrix.run_gate", lambda *args, **kwargs: GateRun(None, 0, "", next(reports)))
+    result, stable = repeating.repeat(3, ["tests/trace"], tmp_path, progress=lambda line: None)
+    assert not stable and list(result["changed"]) == ["t::a"]
+    assert result["changed"]["t::a"] == [{"runs": [1, 3], "outcome": "pass", "evidence": "max|d| 0"},
+                                         {"runs": [2], "outcome": "pass", "evidence": "max|d| 0.001"}]
+    assert json.loads((tmp_path / "repeat.json").read_text())["changed"] == result["changed"]
+    agreeing = iter([steady, steady])
+    monkeypatch.setattr("teparity.tools.killmatrix.run_gate", lambda *args, **kwargs: GateRun(None, 0, "", next(agreeing)))
+    assert repeating.repeat(2, [], tmp_path, progress=lambda line: None)[1]
+    empty = iter([{}, {}])
+    monkeypatch.setattr("teparity.tools.killmatrix.run_gate", lambda *args, **kwargs: GateRun(None, 5, "", next(empty)))
+    assert not repeating.repeat(2, [], tmp_path, progress=lambda line: None)[1], "runs that tested nothing agreed"
 
 
 @pytest.mark.multirank
@@ -50,9 +78,12 @@ def test_bench_of_the_trace_tier_is_identical_and_says_where_start_up_went(tmp_p
     )
     assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-4000:]
     result = json.loads((tmp_path / "bench.json").read_text())
-    assert result["identical"] and result["tests"] > 0 and result["exitstatus"] == {"fresh": 0, "warm": 0}
-    fresh, warm = result["startup"]["fresh"], result["startup"]["warm"]
-    for mode in (fresh, warm):
+    assert result["identical"] and result["tests"] > 0 and result["exitstatus"] == {"fresh": 0, "warm": 0, "forked": 0}
+    fresh, warm, forked = (result["startup"][mode] for mode in ("fresh", "warm", "forked"))
+    for mode in (fresh, warm, forked):
         assert {"import torch", "process group", "import thunder"} <= mode["seconds"].keys(), result["startup"]
-    assert fresh["processes"] >= warm["processes"] > 0, result["startup"]
-    assert "rank processes started" in completed.stderr
+    assert fresh["processes"] >= warm["processes"] == forked["processes"] > 0, result["startup"]
+    assert forked["fork_servers"] == 1 and warm["fork_servers"] == 0, result["startup"]
+    # The fork server imported torch and thunder once for all the forked ranks.
+    assert forked["seconds"]["import thunder"] < warm["seconds"]["import thunder"], result["startup"]
+    assert "rank processes and 1 fork servers started" in completed.stderr

@@ -1,12 +1,13 @@
-"""``python -m teparity bench [pytest args]``: the same gate with fresh ranks, then warm, on one machine.
+"""``python -m teparity bench [pytest args]``: the same gate with fresh ranks, then warm, then forked, on one
+machine.
 
-It prints both wall times and their ratio, whether every test's verdict and evidence (what it compared
-and how far apart the sides were) is identical, and where each mode's time went: how many rank
-processes it started and what their start-up cost, summed from the rank logs (torch import, process
-group, TE and thunder imports, CUDA init). ``bench.json`` holds ``fresh_s``, ``warm_s``, ``ratio``,
-``identical``, the tests that differ, ``startup`` per mode, each run's exit status and the environment.
-The pytest output and parity report of each run sit beside it. A differing verdict or number fails the
-command.
+It prints each mode's wall time and the ratios against fresh, whether every test's verdict and evidence
+(what it compared and how far apart the sides were) is identical in every mode, and where each mode's
+time went: how many rank processes (and fork servers) it started and what their start-up cost, summed
+from their logs (torch import, process group, TE and thunder imports, CUDA init). ``bench.json`` holds
+``seconds`` and ``speedup`` per mode, ``identical``, the tests that differ, ``startup`` per mode, each
+run's exit status and the environment. The pytest output and parity report of each run sit beside it.
+A differing verdict or number fails the command.
 """
 
 from __future__ import annotations
@@ -18,28 +19,31 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-MODES = ("fresh", "warm")
-#: The start-up lines of ``teparity.launch.rank.join_group`` and ``teparity.inrank.task.preload``.
-_STARTUP_LINE = re.compile(r"^teparity (?:rank \d+ start-up|rank preload): (.+)$", re.M)
+MODES = ("fresh", "warm", "forked")
+#: The start-up lines of ``teparity.launch.rank.join_group``, ``teparity.inrank.task.preload`` and the fork
+#: server's preload (``teparity.inrank.forkable``).
+_STARTUP_LINE = re.compile(r"^teparity (?:rank \d+ start-up|rank preload|fork server preload): (.+)$", re.M)
 _PHASE = re.compile(r"([A-Za-z_ ]+?) (\d+(?:\.\d+)?) s(?:,|$)")
 
 
 def startup(basetemp: Path) -> dict[str, Any]:
-    """Rank processes a run started and their start-up seconds by phase, from the rank logs under its
-    pytest temp dir ("gloo process group" and "nccl process group" count as "process group")."""
+    """Rank processes and fork servers a run started and their start-up seconds by phase, from their logs
+    under its pytest temp dir ("gloo process group" and "nccl process group" count as "process group")."""
     seconds: dict[str, float] = {}
     processes = 0
-    for log in basetemp.rglob("rank*.log"):
+    for log in [*basetemp.rglob("rank*.log"), *basetemp.rglob("forkserver.log")]:
         text = log.read_text(errors="replace")
         processes += " start-up: " in text
         for line in _STARTUP_LINE.findall(text):
             for phase, value in _PHASE.findall(line.strip()):
                 name = "process group" if phase.strip().endswith("process group") else phase.strip()
                 seconds[name] = round(seconds.get(name, 0.0) + float(value), 2)
-    return {"processes": processes, "seconds": seconds, "total_s": round(sum(seconds.values()), 1)}
+    fork_servers = sum(1 for _ in basetemp.rglob("forkserver.log"))
+    return {"processes": processes, "fork_servers": fork_servers, "seconds": seconds,
+            "total_s": round(sum(seconds.values()), 1)}
 
 
-def _verdicts(report: dict[str, Any]) -> dict[str, tuple[str, str]]:
+def verdicts(report: dict[str, Any]) -> dict[str, tuple[str, str]]:
     """nodeid -> (outcome, evidence), with the run's own temporary paths masked."""
     return {
         test["nodeid"]: (test["outcome"], re.sub(r"rank logs: \S+", "rank logs: <dir>", test["evidence"]))
@@ -48,40 +52,43 @@ def _verdicts(report: dict[str, Any]) -> dict[str, tuple[str, str]]:
     }
 
 
-def differing_tests(fresh: dict[str, Any], warm: dict[str, Any]) -> list[str]:
-    """The tests whose verdict or evidence differs between two parity reports, or that only one has."""
-    a, b = _verdicts(fresh), _verdicts(warm)
-    return sorted(node for node in a.keys() | b.keys() if a.get(node) != b.get(node))
+def differing_tests(*reports: dict[str, Any]) -> list[str]:
+    """The tests whose verdict or evidence differs between parity reports, or that not every one has."""
+    runs = [verdicts(report) for report in reports]
+    nodes = set().union(*runs)
+    return sorted(node for node in nodes if len({run.get(node) for run in runs}) > 1)
 
 
-def bench(pytest_args: list[str], workdir: Path, progress: Callable[[str], None] = print) -> tuple[dict[str, Any], bool]:
-    """Run both modes; return bench.json's content and whether the verdicts and evidence are identical."""
+def bench(pytest_args: list[str], workdir: Path, modes: tuple[str, ...] = MODES,
+          progress: Callable[[str], None] = print) -> tuple[dict[str, Any], bool]:
+    """Run each mode; return bench.json's content and whether the verdicts and evidence are identical."""
     from teparity.tools.killmatrix import run_gate
 
     runs: dict[str, dict[str, Any]] = {}
-    for mode in MODES:
+    for mode in modes:
         start = time.monotonic()
         run = run_gate(pytest_args, workdir, None, [f"--teparity-ranks={mode}"], name=mode)
         elapsed = time.monotonic() - start
         started = startup(workdir / mode)
         runs[mode] = {"seconds": elapsed, "exitstatus": run.returncode, "report": run.report, "startup": started}
         phases = ", ".join(f"{name} {value:.0f} s" for name, value in started["seconds"].items())
-        progress(f"{mode}: {elapsed:.1f} s, exit {run.returncode}, {len(_verdicts(run.report))} tests reported; "
-                 f"{started['processes']} rank processes started, {started['total_s']:.0f} s of their start-up ({phases})")
-    differing = differing_tests(runs["fresh"]["report"], runs["warm"]["report"])
-    fresh = _verdicts(runs["fresh"]["report"])
-    identical = bool(fresh) and not differing and runs["fresh"]["exitstatus"] == runs["warm"]["exitstatus"]
+        progress(f"{mode}: {elapsed:.1f} s, exit {run.returncode}, {len(verdicts(run.report))} tests reported; "
+                 f"{started['processes']} rank processes and {started['fork_servers']} fork servers started, "
+                 f"{started['total_s']:.0f} s of their start-up ({phases})")
+    differing = differing_tests(*(run["report"] for run in runs.values()))
+    first = verdicts(runs[modes[0]]["report"])
+    identical = bool(first) and not differing and len({run["exitstatus"] for run in runs.values()}) == 1
+    slowest = runs[modes[0]]["seconds"]
     result = {
-        "fresh_s": round(runs["fresh"]["seconds"], 1),
-        "warm_s": round(runs["warm"]["seconds"], 1),
-        "ratio": round(runs["fresh"]["seconds"] / runs["warm"]["seconds"], 2),
+        "seconds": {mode: round(run["seconds"], 1) for mode, run in runs.items()},
+        "speedup": {mode: round(slowest / run["seconds"], 2) for mode, run in runs.items()},
         "identical": identical,
         "differing_tests": differing,
-        "exitstatus": {mode: runs[mode]["exitstatus"] for mode in MODES},
-        "tests": len(fresh),
-        "startup": {mode: runs[mode]["startup"] for mode in MODES},
+        "exitstatus": {mode: run["exitstatus"] for mode, run in runs.items()},
+        "tests": len(first),
+        "startup": {mode: run["startup"] for mode, run in runs.items()},
         "pytest_args": pytest_args,
-        "environment": runs["warm"]["report"].get("environment", {}),
+        "environment": runs[modes[-1]]["report"].get("environment", {}),
     }
     (workdir / "bench.json").write_text(json.dumps(result, indent=2) + "\n")
     return result, identical
