@@ -105,6 +105,19 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(ParityReporter(config), "teparity-parity-reporter")
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """In a process that will run tests with forked ranks, start the fork server now: its imports of
+    torch and TE then overlap this process's collection and the environment probe."""
+    config = session.config
+    runs_tests = hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None)
+    if config.getoption("teparity_ranks") != "forked" or not runs_tests or config.option.collectonly or config.option.help:
+        return
+    from teparity.gate.ranks import FORK_PRELOAD
+    from teparity.launch.pool import start_fork_server
+
+    start_fork_server(FORK_PRELOAD, config._tmp_path_factory.getbasetemp() / "forkserver")
+
+
 def _register_hypothesis_profiles() -> None:
     from hypothesis import HealthCheck, settings
 

@@ -12,6 +12,8 @@ from typing import Any, Literal, Protocol
 from teparity.launch.outcome import Backend
 
 Mode = Literal["forked", "warm", "fresh"]
+#: What the fork server of forked ranks imports: the module whose import is the preload.
+FORK_PRELOAD = ("teparity.inrank.forkable",)
 
 
 class RankRunner(Protocol):
@@ -31,7 +33,6 @@ def rank_runner(mode: Mode, backend: Backend, timeout: float, workdir: Callable[
     """The session's runner: under torchrun a run of its world size joins torchrun's group; otherwise
     ``mode`` picks fresh, warm or forked ranks (warm ranks forked from a fork server that imported
     ``teparity.inrank.forkable``). One-rank runs use gloo (no collective needs a GPU per rank)."""
-    from teparity.inrank import forkable
     from teparity.inrank.task import in_rank, preload
     from teparity.launch.fresh import run_ranks
     from teparity.launch.outcome import pg_timeout_for, qualified_name
@@ -48,7 +49,7 @@ def rank_runner(mode: Mode, backend: Backend, timeout: float, workdir: Callable[
         if mode in ("warm", "forked"):
             return warm_ranks(in_rank, fn, *args, world_size=world_size, backend=chosen, timeout=timeout,
                               workdir=workdir(), prologue=preload, label=label,
-                              fork_preload=(forkable.__name__,) if mode == "forked" else None)
+                              fork_preload=FORK_PRELOAD if mode == "forked" else None)
         return run_ranks(in_rank, fn, *args, world_size=world_size, backend=chosen, timeout=timeout,
                          workdir=workdir(), label=label)
 

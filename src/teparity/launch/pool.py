@@ -13,8 +13,8 @@ Forked ranks (``fork_preload``): the ranks are forked by this process's fork ser
 ``forkserver``, itself a fresh process) after it imported the ``fork_preload`` modules once, instead of
 each being spawned and importing them itself. A forked rank takes this process's environment at its
 start; what the fork server imported read theirs when the first forked pool started it, so a pool whose
-environment differs from that one is spawned instead. The fork server writes its import times to
-``forkserver.log`` in the first forked pool's directory, and it exits with this process.
+environment differs from that one is spawned instead. The fork server (``start_fork_server``, or the
+first forked pool) writes its import times to ``forkserver.log``, and it exits with this process.
 
 ``warm_ranks(fn, *args, ...)`` is ``run_ranks`` over the pool kept for (world size, backend, process-group
 timeout, prologue, start method, the environment the ranks inherit) in this process; ``close_pools()``
@@ -217,26 +217,33 @@ class RankPool:
             connection.close()
 
 
-def _context(fork_preload: ForkPreload, run_dir: Path) -> Any:
-    """The spawn context, or the forkserver context whose server (started by the first forked pool, with
-    its log in that pool's directory) has imported ``fork_preload``."""
+def start_fork_server(fork_preload: tuple[str, ...], log_dir: Path) -> None:
+    """Start this process's fork server, which imports ``fork_preload`` and writes their times to
+    ``log_dir/forkserver.log``; it returns at once (the imports run in the server). Once per process: a
+    caller that knows it will fork ranks starts it early, so that the imports overlap its other start-up."""
     import multiprocessing.forkserver
 
-    import torch.multiprocessing as torch_mp
-
     global _fork_server_environment
-    if fork_preload is None:
-        return torch_mp.get_context("spawn")
-    if _fork_server_environment is None:
-        _fork_server_environment = _inherited()
-    context = torch_mp.get_context("forkserver")
-    context.set_forkserver_preload(list(fork_preload))
-    os.environ[FORK_SERVER_LOG_VARIABLE] = str(run_dir / "forkserver.log")
+    if _fork_server_environment is not None:
+        return
+    _fork_server_environment = _inherited()
+    multiprocessing.forkserver.set_forkserver_preload(list(fork_preload))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    os.environ[FORK_SERVER_LOG_VARIABLE] = str(log_dir / "forkserver.log")
     try:
         multiprocessing.forkserver.ensure_running()
     finally:
         del os.environ[FORK_SERVER_LOG_VARIABLE]
-    return context
+
+
+def _context(fork_preload: ForkPreload, run_dir: Path) -> Any:
+    """The spawn context, or the forkserver context (its server started here unless it runs already)."""
+    import torch.multiprocessing as torch_mp
+
+    if fork_preload is None:
+        return torch_mp.get_context("spawn")
+    start_fork_server(fork_preload, run_dir)
+    return torch_mp.get_context("forkserver")
 
 
 _POOLS: dict[tuple[Any, ...], RankPool] = {}
