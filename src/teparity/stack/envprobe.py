@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import hashlib
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -121,13 +122,27 @@ def probe() -> Environment:
     )
 
 
+def _installed_at() -> list[str | None]:
+    """Where torch, thunder and TE are installed: what the import path decides for the probe. (Not the
+    import path itself: pytest adds test directories to it during collection, and a key that changed
+    then would have the xdist workers probe again after the controller did.)"""
+    locations = []
+    for name in ("torch", "lightning-thunder", "transformer_engine"):
+        try:
+            locations.append(str(importlib.metadata.distribution(name).locate_file("")))
+        except importlib.metadata.PackageNotFoundError:
+            locations.append(None)
+    return locations
+
+
 def _cache_path() -> Path:
-    """One cache file per interpreter, import path, visible GPUs, installed versions and probe code."""
+    """One cache file per interpreter, installed location and version of each system under test, visible
+    GPUs and probe code."""
     probe_code = [Path(__file__).read_bytes(), Path(sys.modules[Versions.__module__].__file__).read_bytes()]
     key = json.dumps(
         [
             sys.executable,
-            sys.path,
+            _installed_at(),
             os.environ.get("CUDA_VISIBLE_DEVICES"),
             vars(Versions.installed()),
             hashlib.sha256(b"".join(probe_code)).hexdigest(),
