@@ -78,9 +78,9 @@ def test_every_gate_process_imports_ft2font_before_te_1x(pytester: pytest.Pytest
     assert all(not e["imported_before"] for e in guarded), [e for e in guarded if e["imported_before"]]
     late = [e for e in imports if not e["ft2font_loaded"]]
     assert imports and not late, f"TE imported before ft2font in: {late}"
-    # The processes: pytest and its 2 workers, the probe, 2 fresh and 2 warm ranks, and the fork server
-    # (which imported TE for the forked ranks, whose own import found it loaded).
+    # The processes: pytest and its 2 workers, the probe, 2 fresh and 2 warm ranks, and a fork server per
+    # worker (which imported TE for the forked ranks, whose own import found it loaded).
     ranks = {e["process"] for e in imports if "rank" in e["process"]}
     assert ranks == {"teparity-rank0", "teparity-rank1", "teparity-warm-rank0", "teparity-warm-rank1"}, ranks
     assert len({e["pid"] for e in guarded}) >= 8, guarded
-    assert len({e["pid"] for e in imports}) == len(ranks) + 2, imports  # + the probe and the fork server
+    assert len({e["pid"] for e in imports}) >= len(ranks) + 2, imports  # + the probe and a fork server

@@ -159,3 +159,19 @@ def test_a_thunder_release_paired_with_a_te_it_does_not_accept_is_named(thunder:
     assert (said is not None) == unsupported, said
     if unsupported:
         assert said.startswith(f"lightning-thunder {thunder} does not support TransformerEngine {te}: it accepts TE ")
+
+
+def test_one_probe_serves_the_controller_and_every_xdist_worker(pytester: pytest.Pytester, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The header (controller, before collection) and each worker's first test (after collection has put
+    test directories on sys.path) read one cached probe: the probe is seconds of imports on a GPU host."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # where the probe cache lives: only this run's
+    pytester.makepyfile(**{"sub/test_probe": """
+        from teparity.stack.envprobe import environment
+
+        def test_a(): assert environment().versions.torch
+        def test_b(): assert environment().versions.torch
+    """})
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "teparity.plugin", "-p", "no:cacheprovider", "sub")
+    result.assert_outcomes(passed=2)
+    assert len(list(tmp_path.glob("teparity-env-*.json"))) == 1, sorted(p.name for p in tmp_path.iterdir())

@@ -10,7 +10,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import hashlib
-import importlib.metadata
+import importlib.util
 import json
 import os
 import subprocess
@@ -122,27 +122,26 @@ def probe() -> Environment:
     )
 
 
-def _installed_at() -> list[str | None]:
-    """Where torch, thunder and TE are installed: what the import path decides for the probe. (Not the
-    import path itself: pytest adds test directories to it during collection, and a key that changed
-    then would have the xdist workers probe again after the controller did.)"""
-    locations = []
-    for name in ("torch", "lightning-thunder", "transformer_engine"):
-        try:
-            locations.append(str(importlib.metadata.distribution(name).locate_file("")))
-        except importlib.metadata.PackageNotFoundError:
-            locations.append(None)
-    return locations
+def _found_at() -> list[str | None]:
+    """Where ``import torch``, ``thunder`` and ``transformer_engine`` would load from (found, not
+    imported): what the import path decides for the probe. Not the import path itself: pytest adds test
+    directories to it during collection, and a key that changed then would have the xdist workers probe
+    again after the controller did."""
+    found = []
+    for name in ("torch", "thunder", "transformer_engine"):
+        spec = importlib.util.find_spec(name)
+        found.append(spec.origin if spec is not None else None)
+    return found
 
 
 def _cache_path() -> Path:
-    """One cache file per interpreter, installed location and version of each system under test, visible
-    GPUs and probe code."""
+    """One cache file per interpreter, location and version of each system under test, visible GPUs and
+    probe code."""
     probe_code = [Path(__file__).read_bytes(), Path(sys.modules[Versions.__module__].__file__).read_bytes()]
     key = json.dumps(
         [
             sys.executable,
-            _installed_at(),
+            _found_at(),
             os.environ.get("CUDA_VISIBLE_DEVICES"),
             vars(Versions.installed()),
             hashlib.sha256(b"".join(probe_code)).hexdigest(),
