@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Regenerate docs/compatibility.md from the parity reports committed under docs/results/.
-# usage: scripts/compatibility.sh [PYTHON]   (a Python that has teparity importable; default python3)
+# usage: scripts/compatibility.sh [PYTHON [OUT]]   (a Python that has teparity importable, default python3;
+# OUT, default docs/compatibility.md: the harness writes elsewhere to check that the committed one is current)
 set -euo pipefail
 PY=${1:-python3}
 case $PY in */*) PY=$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY") ;; esac
+OUT=${2:-$(dirname "$0")/../docs/compatibility.md}
+OUT=$(cd "$(dirname "$OUT")" && pwd)/$(basename "$OUT")
 cd "$(dirname "$0")/../docs"   # report paths relative to docs/: the table's links resolve from there
 R=results
 matrix=()
@@ -108,5 +111,5 @@ gpu4=(
   echo "## CPU: trace tier, no TransformerEngine (every FP8 check skips)"
   echo
   "$PY" -m teparity matrix --along thunder $R/cpu-trace-matrix/*/parity-report.json
-} > compatibility.md
-echo "wrote docs/compatibility.md"
+} > "$OUT"
+echo "wrote $OUT"

@@ -3,6 +3,7 @@ still links every report; a differing verdict, another thunder build or an absen
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,21 @@ def test_the_matrix_command_takes_the_axis_and_refuses_another(tmp_path: Path, c
     with pytest.raises(SystemExit) as refused:
         main(["matrix", "--along", "torch", *paths])
     assert refused.value.code == 2 and "invalid choice: 'torch'" in capsys.readouterr().err
+
+
+def test_the_compatibility_document_is_current_links_every_report_and_has_at_most_60_rows(tmp_path: Path) -> None:
+    """docs/compatibility.md is what scripts/compatibility.sh makes of the committed reports (regenerate it
+    after a change here), within 60 table rows, and every report it links is committed."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "compatibility.md"
+    subprocess.run(["bash", str(root / "scripts" / "compatibility.sh"), sys.executable, str(out)], check=True,
+                   capture_output=True, text=True)
+    committed = (root / "docs" / "compatibility.md").read_text()
+    assert out.read_text() == committed, "docs/compatibility.md is stale: run scripts/compatibility.sh"
+    rows = [line for line in committed.splitlines() if line.startswith("| ") and not line.startswith("| thunder |")]
+    assert len(rows) <= 60, f"{len(rows)} table rows"
+    linked = re.findall(r"\]\((results/[^)]+\.json)\)", committed)
+    assert linked and all((root / "docs" / link).is_file() for link in linked)
