@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from teparity.gate.matrix import compatibility_matrix
+from teparity.gate.ranges import AXES, Axis, Run
 from teparity.gate.report import ParityReport
 from teparity.tools.bench import MODES
 
@@ -38,8 +39,8 @@ def doctor() -> int:
     return 0
 
 
-def matrix(paths: list[Path], output: Path | None) -> int:
-    reports = []
+def matrix(paths: list[Path], output: Path | None, axis: Axis = "te") -> int:
+    runs = []
     for path in paths:
         try:
             report = ParityReport.from_json(json.loads(path.read_text()))
@@ -47,10 +48,10 @@ def matrix(paths: list[Path], output: Path | None) -> int:
             reason = error.strerror if isinstance(error, OSError) and error.strerror else f"{type(error).__name__}: {error}"
             print(f"python -m teparity matrix: {path}: {reason}", file=sys.stderr)
             return 2
-        # With an output file, each label links to its report, relative to where the table is written.
+        # With an output file, each report is linked relative to where the table is written.
         link = os.path.relpath(path, output.parent) if output is not None else str(path)
-        reports.append((f"[{_source(path)}]({link})", report))
-    table = compatibility_matrix(reports) + "\n"
+        runs.append(Run(_source(path), link, report))
+    table = compatibility_matrix(runs, axis) + "\n"
     if output is None:
         sys.stdout.write(table)
     else:
@@ -70,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     merge = commands.add_parser("matrix", help="merge parity reports into a markdown compatibility table")
     merge.add_argument("reports", nargs="+", type=Path, metavar="REPORT.json")
     merge.add_argument("-o", "--output", type=Path, help="write the table here instead of stdout")
+    merge.add_argument("--along", choices=AXES, default="te",
+                       help="the version that varies along a row of identical verdicts (default te; thunder for one TE)")
     kills = commands.add_parser("kill-matrix", help="run the gate clean and under every applicable mutation")
     kills.add_argument("paths", nargs="*", default=["tests/trace", "tests/numerics", "tests/ddp"])
     kills.add_argument("--workdir", type=Path, help="reports and pytest temp dirs (default: a new temp dir)")
@@ -100,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "kill-matrix":
         return kill_matrix_command(args.paths, args.workdir, args.pytest_args, args.jobs)
-    return matrix(args.reports, args.output)
+    return matrix(args.reports, args.output, args.along)
 
 
 def _modes(text: str) -> tuple[str, ...]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -145,20 +147,66 @@ def test_a_legacy_module_whose_te_imports_failed_is_labelled_with_the_import_tha
     assert versions._te_imports_failed(module) is None  # no TE at all: an ordinary skip, elsewhere
 
 
-@pytest.mark.parametrize(
-    ("thunder", "te", "unsupported"),
-    [
-        ("0.2.6", "1.8.0", True), ("0.2.4", "1.8.0", True), ("0.2.1", "1.8.0", True),
-        ("0.2.1", "1.9.0", False), ("0.2.6", "2.0.0", False), ("0.2.6", "2.12.0", False),
-        ("0.2.0.dev20240728", "1.8.0", False), ("0.2.7.dev20260201", "2.12.0", False), ("0.2.6", None, False),
-    ],
-)
-def test_a_thunder_release_paired_with_a_te_it_does_not_accept_is_named(thunder: str, te: str | None, unsupported: bool) -> None:
-    """Read in each release's TE executor (LooseVersion gates): such a pair can only fall back or fail."""
+#: (thunder build, TE, accepted): each boundary of te_gates.TE_GATES from both sides, as read in the builds'
+#: executor sources (docs/facts.md). "1.8.0" is accepted by a "> 1.8" gate and "1.8" is not: LooseVersion.
+GATE_BOUNDARIES = [
+    ("0.2.0.dev20240602", "1.5.0", True),  # no gate before dev20240609
+    ("0.2.0.dev20240609", "1.6.0", True), ("0.2.0.dev20240609", "1.6", False), ("0.2.0.dev20240609", "1.5.0", False),
+    ("0.2.0.dev20240728", "1.6.0", True), ("0.2.0.dev20240728", "1.7.0", True), ("0.2.0.dev20240728", "1.8.0", True),
+    ("0.2.0.dev20240804", "1.7.0", False), ("0.2.0.dev20240804", "1.6.0", False), ("0.2.0.dev20240804", "1.8.0", True),
+    ("0.2.0.dev20240804", "1.8.0+3ec998e", True), ("0.2.0.dev20240804", "1.8", False),
+    ("0.2.0.dev20240915", "1.8.0", True), ("0.2.0.dev20240922", "1.8.0", False), ("0.2.0.dev20240922", "1.8.0+3ec998e", False),
+    ("0.2.0.dev20240922", "1.9.0", True),
+    ("0.2.1", "1.8.0", False), ("0.2.1", "1.9.0", True), ("0.2.1", "1.13.0", True),
+    ("0.2.1", "1.9.0.dev0+abc", True),  # LooseVersion: [1, 9, 0, 'dev', ...] > [1, 9]; PEP 440 puts it below 1.9
+    ("0.2.2.dev20250209", "1.9.0", True), ("0.2.2.dev20250216", "1.9.0", False), ("0.2.2.dev0", "1.13.0", False),
+    ("0.2.2", "2.0", False), ("0.2.2", "2.0.0", True), ("0.2.2", "2.0.0.dev0", True),
+    ("0.2.4", "1.8.0", False), ("0.2.6", "1.8.0", False), ("0.2.6", "2.12.0", True),
+    ("0.2.7.dev20251123", "1.8.0", False), ("0.2.7.dev20251130", "1.8.0", True),  # no legacy executor, no gate
+    ("0.2.7.dev20260201", "2.12.0", True), ("0.2.6", None, True),
+]
+
+
+@pytest.mark.parametrize(("thunder", "te", "accepted"), GATE_BOUNDARIES)
+def test_a_thunder_build_paired_with_a_te_its_executor_refuses_is_named(thunder: str, te: str | None, accepted: bool) -> None:
+    """Read in each build's TE executor (LooseVersion gates): such a pair can only fall back or fail."""
     said = _env(te=te, thunder=thunder).unsupported_pair()
-    assert (said is not None) == unsupported, said
-    if unsupported:
-        assert said.startswith(f"lightning-thunder {thunder} does not support TransformerEngine {te}: it accepts TE ")
+    assert (said is None) == accepted, said
+    if not accepted:
+        assert said.startswith(f"lightning-thunder {thunder} does not support TransformerEngine {te}: it accepts TE where "
+                               "LooseVersion(TE) > LooseVersion("), said
+
+
+def test_the_gates_windows_do_not_overlap_except_the_out_of_order_dev0() -> None:
+    """Each thunder build is in one window: a second window that also held it would be dead (first match wins)."""
+    from teparity.stack.te_gates import TE_GATES
+
+    for build in {thunder for thunder, _, _ in GATE_BOUNDARIES} | {"0.2.2.dev0"}:
+        holding = [gate.builds for gate in TE_GATES if gate.covers(Version(build))]
+        assert len(holding) <= (2 if build == "0.2.2.dev0" else 1), (build, holding)
+
+
+LEGACY_GATE = re.compile(
+    r"^\s*(TE_VERSION_\w+) = LooseVersion\(version\(\"transformer_engine\"\)\) > LooseVersion\(\"([\d.]+)\"\)", re.M
+)
+
+
+def test_the_installed_thunder_gates_te_where_te_gates_says() -> None:
+    """The installed build's own legacy executor source, read without importing it: the flag that its
+    module-level ``if not TE_VERSION_...:`` (in ``if TE_AVAILABLE:``) refuses on, and that flag's floor, are
+    te_gates' gate for this build. The deeper-indented checks are feature switches inside functions."""
+    from teparity.stack.te_gates import gate_for
+
+    spec = importlib.util.find_spec("thunder")
+    executors = Path(spec.origin).parent / "executors"
+    sources = [executors / name for name in ("transformer_engine_v1ex.py", "transformer_engineex.py") if (executors / name).exists()]
+    floors = {}
+    for source in sources[:1]:
+        text = source.read_text()
+        flags = dict(LEGACY_GATE.findall(text))
+        floors = {flag: flags[flag] for flag in re.findall(r"^    if not (TE_VERSION_\w+):", text, re.M) if flag in flags}
+    gate = gate_for(THUNDER)
+    assert floors == ({} if gate is None else {f"TE_VERSION_{gate.above.replace('.', '_')}_PLUS": gate.above}), (THUNDER, sources)
 
 
 def test_one_probe_serves_the_controller_and_every_xdist_worker(pytester: pytest.Pytester, tmp_path: Path,

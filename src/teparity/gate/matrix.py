@@ -1,8 +1,9 @@
-"""The compatibility table: parity reports of many environments in two markdown views.
+"""The compatibility table: parity reports of many environments as markdown.
 
-By stack: a row per (thunder, TE, executor, ranks) and a column per check group, each cell a word with
-a footnote that says what failed, why it skipped, or which registered defect it was. By executor: a row
-per stack that answers "does executor X work with TE Y, and if not, why?".
+On top, a line per executor that answers "does executor X work with TE Y, and if not, why?". Then a row
+per span of stacks (ranges.py: consecutive TE versions, or thunder builds, whose verdicts are identical)
+and a column per check group, each cell a word with footnotes that say what failed, why it skipped, or
+which registered defect it was.
 """
 
 from __future__ import annotations
@@ -10,9 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from packaging.version import InvalidVersion, Version
-
 from teparity.gate.known_defects import BY_ID
+from teparity.gate.ranges import Axis, Run, Span, collapse
 from teparity.gate.report import NO_EXECUTOR, Cell, ParityReport
 
 #: Check name (without its parameters) -> the column it belongs to, in column order.
@@ -34,9 +34,6 @@ FOOTNOTE_CHARS = 400
 #: Groups whose checks read traces only (the legacy sync symbol's place and count): they pass with no
 #: linear run by TE, so they never show that an executor works.
 TRACE_ONLY_GROUPS = frozenset({"backward sync"})
-
-Row = tuple[str, ParityReport]  # (the report's label, markdown allowed; the report)
-
 
 def group_of(check: str) -> str:
     base = check.split("[", 1)[0]
@@ -94,71 +91,77 @@ def _known_note(defect: str) -> str:
     return f"known `{defect}`: {entry.summary}" if entry else f"known `{defect}` (not in this registry)"
 
 
-def _cell_text(cell: Cell, checks: list[str], notes: Footnotes) -> str:
+def _cell_parts(cell: Cell, checks: list[str], notes: Footnotes) -> tuple[str, list[str]]:
+    """The cell's word and its footnote marks."""
     outcome = cell.outcome
     if outcome == "pass":
-        return "pass"
+        return "pass", []
     if outcome == "known":
-        return "known " + "".join(notes.mark(_known_note(d)) for d in cell.known_defects())
+        return "known", [notes.mark(_known_note(d)) for d in cell.known_defects()]
     first = next(i for i, t in enumerate(cell.tests) if t.outcome == outcome)
     what = cell.tests[first].evidence if outcome == "skip" else f"{checks[first]}: {_headline(cell.tests[first].evidence)}"
-    return f"{outcome} {notes.mark(what)}"
+    return outcome, [notes.mark(what)]
 
 
-def _version_key(text: str | None) -> tuple[int, Version | str]:
-    try:
-        return (0, Version(text or ""))
-    except InvalidVersion:
-        return (1, text or "")
+def _joined(parts: Iterable[tuple[str, list[str]]]) -> str:
+    """One word with the marks of every part, each once: a span's runs share the word, not the evidence."""
+    parts = list(parts)
+    marks = dict.fromkeys(mark for _, run_marks in parts for mark in run_marks)
+    return f"{parts[0][0]} {''.join(marks)}" if marks else parts[0][0]
 
 
-def _stack(report: ParityReport) -> tuple[str, str, str, str]:
-    env = report.environment
-    versions = env.get("versions", {})
-    ranks = f"{env.get('world_size', '?')} {env.get('backend', '?')}"
-    return versions.get("thunder") or "-", versions.get("torch") or "-", versions.get("transformer_engine") or "-", ranks
-
-
-def by_stack(rows: list[Row], notes: Footnotes) -> list[str]:
-    """Markdown lines: a row per (report, executor), a column per check group."""
-    groups = _groups(report for _, report in rows)
-    header = ["thunder", "torch", "TE", "executor", "ranks", "report", *groups]
+def by_stack(spans: list[Span], notes: Footnotes) -> list[str]:
+    """Markdown lines: a row per span, a column per check group."""
+    groups = _groups(run.report for span in spans for run in span.runs)
+    header = ["thunder", "torch", "TE", "executor", "ranks", "reports", *groups]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for label, report in rows:
-        for executor in report.executors():
-            row = [*_stack(report)[:3], executor, _stack(report)[3], label]
-            for group in groups:
-                found = _group_cell(report, executor, group)
-                row.append(_cell_text(*found, notes) if found else "")
-            lines.append("| " + " | ".join(row) + " |")
+    for span in spans:
+        row = [span.field("thunder"), span.field("torch"), span.field("te"), span.executor, span.field("ranks"), span.links()]
+        for group in groups:
+            found = [cell for run in span.runs if (cell := _group_cell(run.report, span.executor, group))]
+            row.append(_joined(_cell_parts(*cell, notes) for cell in found) if found else "")
+        lines.append("| " + " | ".join(row) + " |")
     return lines
 
 
-def by_executor(rows: list[Row], notes: Footnotes) -> list[str]:
-    """Markdown lines: per executor, a row per stack (by TE, then thunder): does it work there, and if not, why."""
-    lines = ["| executor | TE | thunder | ranks | report | verdict | why |", "|---|---|---|---|---|---|---|"]
-    executors = sorted({e for _, r in rows for e in r.executors() if e != NO_EXECUTOR})
-    for executor in executors:
-        stacks = sorted(
-            ((label, report) for label, report in rows if executor in report.executors()),
-            key=lambda r: (_version_key(_stack(r[1])[2]), _version_key(_stack(r[1])[0])),
-        )
-        for label, report in stacks:
-            thunder, _, te, ranks = _stack(report)
-            verdict, why = _verdict(report, executor, notes)
-            lines.append(f"| {executor} | {te} | {thunder} | {ranks} | {label} | {verdict} | {why} |")
+def by_executor(spans: list[Span], notes: Footnotes) -> list[str]:
+    """Markdown lines: per executor, one line: each verdict, and the stacks where it holds (with their
+    reports where one stack has two verdicts)."""
+    several_ranks = len({span.field("ranks") for span in spans}) > 1
+    lines = []
+    for executor in sorted({span.executor for span in spans if span.executor != NO_EXECUTOR}):
+        mine = [span for span in spans if span.executor == executor]
+        stacks = [_stack_words(span, several_ranks) for span in mine]
+        where: dict[tuple[str, str], list[str]] = {}
+        for span, stack in zip(mine, stacks):
+            verdict = _verdict([run.report for run in span.runs], executor, notes)
+            where.setdefault(verdict, []).append(stack + (f" ({span.links()})" if stacks.count(stack) > 1 else ""))
+        clauses = [f"{verdict}{f' ({why})' if why else ''} on {'; '.join(at)}" for (verdict, why), at in where.items()]
+        lines.append(f"- **{executor}**: " + " ".join(c[0].upper() + c[1:] + "." for c in clauses))
     return lines
 
 
-def _verdict(report: ParityReport, executor: str, notes: Footnotes) -> tuple[str, str]:
-    cells = {group: found for group in _groups([report]) if (found := _group_cell(report, executor, group))}
+def _stack_words(span: Span, ranks: bool) -> str:
+    te = span.field("te")
+    words = f"thunder {span.field('thunder')} " + ("without TE" if te == "-" else f"with TE {te}")
+    return words + (f", {span.field('ranks')} ranks" if ranks else "")
+
+
+def _verdict(reports: list[ParityReport], executor: str, notes: Footnotes) -> tuple[str, str]:
+    """Does the executor work in these runs (one span: their verdicts are identical), and if not, why;
+    each cell quoted with the footnotes of every run."""
+    first = reports[0]
+    cells = {group: found for group in _groups([first]) if (found := _group_cell(first, executor, group))}
     outcomes = {group: cell.outcome for group, (cell, _) in cells.items()}
+
+    def text(group: str) -> str:
+        return _joined(_cell_parts(*found, notes) for report in reports if (found := _group_cell(report, executor, group)))
+
     failing = [g for g, o in outcomes.items() if o in ("FAIL", "XPASS")]
     if failing:
-        return "**FAIL**", "; ".join(f"{g} {_cell_text(*cells[g], notes)}" for g in failing)
+        return "**FAIL**", "; ".join(f"{g} {text(g)}" for g in failing)
     if outcomes and all(o == "skip" for o in outcomes.values()):
-        first = next(iter(cells.values()))
-        return "not run", _cell_text(*first, notes)
+        return "not run", text(next(iter(cells)))
     known = sorted({d for cell, _ in cells.values() for d in cell.known_defects()})
     if known:
         te_passed = any(o == "pass" for g, o in outcomes.items() if g not in TRACE_ONLY_GROUPS)
@@ -167,7 +170,9 @@ def _verdict(report: ParityReport, executor: str, notes: Footnotes) -> tuple[str
     return "works", ""
 
 
-def compatibility_matrix(rows: list[Row]) -> str:
-    """Both views, by stack and then by executor, and their footnotes."""
+def compatibility_matrix(runs: list[Run], axis: Axis = "te") -> str:
+    """The verdict per executor, then the table by span, then their footnotes."""
     notes = Footnotes()
-    return "\n".join([*by_stack(rows, notes), "", "By executor:", "", *by_executor(rows, notes), "", *notes.render()])
+    spans = collapse(runs, axis)
+    verdicts = by_executor(spans, notes)
+    return "\n".join([*verdicts, "", *by_stack(spans, notes), "", *notes.render()])

@@ -27,8 +27,9 @@ import importlib.metadata
 import inspect
 from typing import Any, Literal
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
+
+from teparity.stack.te_gates import gate_for
 
 ExecutorKind = Literal["legacy", "functional"]
 EXECUTOR_KINDS: tuple[ExecutorKind, ...] = ("legacy", "functional")
@@ -60,14 +61,6 @@ _WHY_ABSENT = {
     "legacy": "the legacy TE executor was removed in 0.2.7.dev20251130 (thunder PR #2762)",
     "functional": "the functional TE executor first shipped in 0.2.3 (transformer_engine_v2ex)",
 }
-
-#: thunder releases and the TE versions their TE executors accept (read in their sources; weekly 0.2.0.dev
-#: builds are not releases and are left to the checks). Outside these, the pair cannot be gated.
-TE_ACCEPTED_BY_RELEASE: tuple[tuple[str, str, str], ...] = (
-    ("==0.2.1", ">=1.9", "its TE executor's gate LooseVersion(TE) > LooseVersion('1.9'), TE_VERSION_1_9_PLUS"),
-    (">=0.2.2,<0.2.7", ">=2.0", "its TE executor's gate LooseVersion(TE) > LooseVersion('2.0'), TE_VERSION_2_0_PLUS; "
-     "0.2.5 and 0.2.6 fail to import with TE 1.x"),
-)
 
 FP8_MIN_CAPABILITY = (8, 9)
 #: thunder PR #873 ("DDP as a transform", 2024-08-04) made ``ddp(jit(model))`` the form; builds before it
@@ -336,18 +329,13 @@ class Environment:
         return "; ".join(failures) or None
 
     def unsupported_pair(self) -> str | None:
-        """Why this thunder release cannot run this TE at all, or None: such a pair can only fall back to
-        torch or fail, so the gate fails it rather than testing what is left."""
-        thunder, te = parse_version(self.versions.thunder or ""), parse_version(self.versions.transformer_engine or "")
-        if thunder is None or te is None:
+        """Why this thunder build's legacy TE executor refuses this TE at all (its version gate, as thunder
+        compares it: te_gates.py), or None: such a pair can only fall back to torch or fail, so the gate
+        fails it rather than testing what is left."""
+        thunder, te = parse_version(self.versions.thunder or ""), self.versions.transformer_engine
+        if thunder is None or te is None or (gate := gate_for(thunder)) is None or gate.accepts(te):
             return None
-        for releases, accepted, source in TE_ACCEPTED_BY_RELEASE:
-            if SpecifierSet(releases).contains(thunder) and not SpecifierSet(accepted).contains(te):
-                return (
-                    f"lightning-thunder {thunder} does not support TransformerEngine {te}: it accepts TE {accepted} "
-                    f"({source})"
-                )
-        return None
+        return f"lightning-thunder {thunder} does not support TransformerEngine {te}: it accepts TE where {gate.describe()}"
 
     def thunder_reason(self) -> str | None:
         if self.versions.thunder is None:
