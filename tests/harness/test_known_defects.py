@@ -147,6 +147,70 @@ def test_every_entry_is_bounded_and_cites_its_evidence(entry: known_defects.Know
         assert (REPO / seen).is_dir() and any((REPO / seen).rglob("*.json")), f"{entry.id}: no report under {seen}"
 
 
+def _bound_problems(entry: known_defects.KnownDefect, root: Path = REPO) -> list[str]:
+    """Why a bisected bound is not backed by its log: the bound must be a clause of the entry's range, and
+    its bisect log, of that package, must end at that build (a lower bound: the first bad build; an upper
+    bound: the first good one)."""
+    problems = []
+    for bound in entry.bounds:
+        specifier = entry.thunder if bound.package == "thunder" else entry.te
+        clause = next(iter(SpecifierSet(bound.bound)))
+        if bound.bound not in {str(s) for s in SpecifierSet(specifier)}:
+            problems.append(f"{bound.bound} is not a clause of {bound.package} `{specifier}`")
+        log = root / bound.log
+        if not log.is_file():
+            problems.append(f"{bound.log}: no bisect log")
+            continue
+        data = json.loads(log.read_text())
+        wanted = ("bad" if clause.operator.startswith(">") else "good", clause.version)
+        package = {"thunder": "lightning-thunder", "te": "transformer-engine"}[bound.package]
+        found = (data["result"] or {}).get("first_verdict"), (data["result"] or {}).get("first")
+        if data["package"] != package or found != wanted:
+            problems.append(f"{bound.log}: a bisect of {data['package']} whose first {found[0]} build is {found[1]}, "
+                            f"not the first {wanted[0]} {package} {wanted[1]}")
+    return problems
+
+
+@pytest.mark.parametrize("entry", known_defects.REGISTRY, ids=lambda e: e.id)
+def test_every_bisected_bound_is_backed_by_its_log(entry: known_defects.KnownDefect) -> None:
+    assert _bound_problems(entry) == []
+
+
+def test_a_bound_that_its_log_does_not_back_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "bisect.json").write_text(json.dumps(
+        {"package": "lightning-thunder", "result": {"first": "0.2.6.dev20250330", "first_verdict": "bad"}}))
+    base = dataclasses.replace(known_defects.BY_ID["legacy-executor-loses-te-from-te-2.10"], thunder=">=0.2.6.dev20250324,<0.2.7")
+    backed = known_defects.BisectedBound("thunder", ">=0.2.6.dev20250330", "bisect.json")
+    assert _bound_problems(dataclasses.replace(base, thunder=">=0.2.6.dev20250330,<0.2.7", bounds=(backed,)), tmp_path) == []
+    elsewhere = dataclasses.replace(base, bounds=(known_defects.BisectedBound("thunder", ">=0.2.6.dev20250324", "bisect.json"),))
+    assert _bound_problems(elsewhere, tmp_path) == [
+        "bisect.json: a bisect of lightning-thunder whose first bad build is 0.2.6.dev20250330, not the first bad "
+        "lightning-thunder 0.2.6.dev20250324"]
+    assert _bound_problems(dataclasses.replace(base, bounds=(backed,)), tmp_path)[0].startswith(">=0.2.6.dev20250330 is not a clause")
+    assert _bound_problems(dataclasses.replace(base, bounds=(dataclasses.replace(backed, log="none.json"),)), tmp_path)[-1] == (
+        "none.json: no bisect log")
+    assert "- bounds bisected: thunder `>=0.2.6.dev20250330` (`bisect.json`)" in _markdown_of(
+        dataclasses.replace(base, bounds=(backed,)))
+
+
+def _markdown_of(entry: known_defects.KnownDefect) -> str:
+    saved = known_defects.REGISTRY
+    known_defects.REGISTRY = (entry,)
+    try:
+        return known_defects.markdown()
+    finally:
+        known_defects.REGISTRY = saved
+
+
+def test_a_bound_named_by_build_holds_the_dev_builds_that_a_release_bound_leaves_out() -> None:
+    """Under PEP 440 `>=0.2.6` leaves out 0.2.6.dev20251019, a build before 0.2.6; `>=0.2.6.dev20250324` holds it."""
+    entry = known_defects.BY_ID["legacy-executor-loses-te-from-te-2.10"]
+    dev = Versions(torch="2.11.0", thunder="0.2.6.dev20251019", transformer_engine="2.12.0")
+    assert not entry.holds_for_versions(dev)
+    assert "(a build before 0.2.6, which PEP 440 orders below it" in entry.excluded(dev)[0]
+    assert dataclasses.replace(entry, thunder=">=0.2.6.dev20250324,<0.2.7").holds_for_versions(dev)
+
+
 def test_coverage_follows_check_executor_and_versions() -> None:
     entry = known_defects.BY_ID["legacy-executor-loses-te-from-te-2.10"]
     on = Versions(torch="2.11.0", thunder="0.2.6", transformer_engine="2.12.0")
