@@ -93,7 +93,6 @@ def test_good_equal_to_bad_or_outside_the_candidates_is_a_usage_error() -> None:
     [
         (lambda i: "bad", f"--good {BUILDS[0]} is BAD"),
         (lambda i: "good", f"--bad {BUILDS[-1]} is GOOD"),
-        (lambda i: "skip", f"--good {BUILDS[0]} is SKIP: cannot run; --bad {BUILDS[-1]} is SKIP: cannot run"),
     ],
 )
 def test_an_endpoint_that_is_not_what_it_was_given_as_is_a_clear_error(verdicts: Callable[[int], Verdict], said: str) -> None:
@@ -101,6 +100,30 @@ def test_an_endpoint_that_is_not_what_it_was_given_as_is_a_clear_error(verdicts:
     with pytest.raises(EndpointMismatch) as raised:
         search(BUILDS, BUILDS[0], BUILDS[-1], run)
     assert said in str(raised.value) and ran == [BUILDS[0], BUILDS[-1]]
+
+
+def test_an_endpoint_that_skips_gives_way_to_its_nearest_neighbour_that_runs() -> None:
+    run, ran = _runner(lambda i: "skip" if i < 3 or i > 17 else ("good" if i < 9 else "bad"))
+    result = search(BUILDS, BUILDS[0], BUILDS[-1], run)
+    assert ran[:7] == [*BUILDS[:4], BUILDS[19], BUILDS[18], BUILDS[17]]  # each end walks inward past its skips
+    assert (result.last.version, result.first.version) == (BUILDS[8], BUILDS[9]) and not result.undecided
+
+
+def test_no_good_build_before_the_first_that_runs_is_a_clear_error() -> None:
+    """The bug from the first build that can run the tests (thunder's sync symbol and its bug came together)."""
+    run, ran = _runner(lambda i: "skip" if i < 5 else "bad")
+    with pytest.raises(EndpointMismatch) as raised:
+        search(BUILDS, BUILDS[0], BUILDS[-1], run)
+    assert (f"--good {BUILDS[0]} is SKIP: cannot run; the nearest build toward the other end that runs the tests, "
+            f"{BUILDS[5]}, is BAD") in str(raised.value)
+    assert ran == [*BUILDS[:6], BUILDS[-1]]
+
+
+def test_a_range_where_every_build_skips_is_a_clear_error() -> None:
+    run, ran = _runner(lambda i: "skip")
+    with pytest.raises(EndpointMismatch, match=f"every build from --good {BUILDS[0]} to --bad {BUILDS[4]} is SKIP"):
+        search(BUILDS[:5], BUILDS[0], BUILDS[4], run)
+    assert ran == BUILDS[:5]
 
 
 def test_dev_builds_carry_their_date_and_releases_do_not() -> None:

@@ -17,6 +17,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 
 from teparity.gate import known_defects
+from teparity.gate.report import ParityReport
 from teparity.judge.failures import (
     PartedFromEager,
     ReducedOutsideTheGroup,
@@ -229,8 +230,8 @@ import dataclasses
 import teparity.gate.known_defects as kd
 from teparity.stack.versions import Versions
 
-# This run pretends TE 2.12.0 is installed, and registers one entry whose predicate needs no probe.
-Versions.installed = classmethod(lambda cls: Versions(torch="2.11.0", thunder="0.2.6", transformer_engine="2.12.0"))
+# This run pretends TE 2.12.0 and thunder {thunder} are installed, and registers one entry whose predicate needs no probe.
+Versions.installed = classmethod(lambda cls: Versions(torch="2.11.0", thunder="{thunder}", transformer_engine="2.12.0"))
 kd.REGISTRY = (dataclasses.replace(kd.BY_ID["legacy-executor-loses-te-from-te-2.10"], matches=lambda ev, env: ev["claimed"] == 0),)
 """
 
@@ -265,11 +266,15 @@ def test_an_uncovered_check(executor):
 """
 
 
-@pytest.fixture
-def covered_run(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeconftest(_CONFTEST)
+def _faked_run(pytester: pytest.Pytester, thunder: str) -> pytest.Pytester:
+    pytester.makeconftest(_CONFTEST.format(thunder=thunder))
     pytester.makepyfile(test_known=_TESTS)
     return pytester
+
+
+@pytest.fixture
+def covered_run(pytester: pytest.Pytester) -> pytest.Pytester:
+    return _faked_run(pytester, "0.2.6")
 
 
 def test_only_the_defects_signature_is_expected(covered_run: pytest.Pytester) -> None:
@@ -288,6 +293,43 @@ def test_only_the_defects_signature_is_expected(covered_run: pytest.Pytester) ->
     assert cells["ddp-first-step"]["outcome"] == "XPASS"
     for check in ("numerics[delayed]", "ddp[delayed]", "bwd-sync-placement[1proc]"):
         assert cells[check]["outcome"] == "FAIL", check
+
+
+def test_a_near_miss_fails_and_names_the_entry_and_the_range_that_leaves_it_out(pytester: pytest.Pytester) -> None:
+    """thunder 0.2.6.dev20251019 is a build before 0.2.6, outside the entry's `>=0.2.6,<0.2.7`: every test
+    runs strict; the defect's own failure fails as a near miss, the other failures stay plain."""
+    entry = "legacy-executor-loses-te-from-te-2.10"
+    run = _faked_run(pytester, "0.2.6.dev20251019")
+    result = run.runpytest_subprocess("-n", "2", "-p", "teparity.plugin", "-p", "no:cacheprovider", "--teparity-report", "r.json")
+    result.assert_outcomes(failed=4, passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        f"*NearMiss: [[]near miss of known upstream defect {entry}: this failure matches its signature, but thunder "
+        "0.2.6.dev20251019 not in `>=0.2.6,<0.2.7` (a build before 0.2.6*so it fails strict*python -m teparity bisect "
+        "--package lightning-thunder --good GOOD_BUILD --bad 0.2.6.dev20251019 -- "
+        "'test_known.py::test_the_defect[[]legacy[]]' --runxfail*held 0 of 2 linears",
+        f"*te-claims-every-linear[[]1proc[]]*FAIL (1/1; matches {entry} outside its range)*",
+    ])
+    data = json.loads((run.path / "r.json").read_text())
+    assert data["exitstatus"] == 1
+    tests = {r["check"]: r["tests"][0] for r in data["results"]}
+    near = tests.pop("te-claims-every-linear[1proc]")
+    assert near["outcome"] == "FAIL" and near["near_miss"] == entry and "near miss of known upstream defect" in near["evidence"]
+    assert ParityReport.from_json(data).cells[("te-claims-every-linear[1proc]", "legacy")].short() == (
+        f"FAIL (1/1; matches {entry} outside its range)")
+    # A look-alike, another failure and a check the entry does not name: plain failures; the "fix" passes.
+    for check, test in tests.items():
+        assert test["near_miss"] is None and "near miss" not in test["evidence"], check
+        assert test["outcome"] == ("pass" if check == "ddp-first-step" else "FAIL"), check
+
+
+def test_a_te_range_that_leaves_the_stack_out_asks_for_a_te_bisect() -> None:
+    entry = known_defects.BY_ID["legacy-executor-loses-te-from-te-2.10"]
+    versions = Versions(torch="2.11.0", thunder="0.2.6", transformer_engine="2.9.0")
+    assert entry.excluded(versions) == ["TE 2.9.0 not in `>=2.10`"]
+    message = known_defects.near_miss_message(entry, versions, "tests/numerics/t.py::t[legacy]")
+    assert "--package transformer-engine --wheels DIR --good GOOD_BUILD --bad 2.9.0" in message
+    assert entry.excluded(Versions(torch="2.11.0", thunder="0.2.6", transformer_engine="2.12.0")) == []
 
 
 def test_runxfail_shows_the_whole_truth(covered_run: pytest.Pytester) -> None:

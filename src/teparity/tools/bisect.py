@@ -74,9 +74,9 @@ def build_date(version: str) -> str:
 def search(versions: Sequence[str], good: str, bad: str, run: Callable[[str], Step]) -> Bisection:
     """Bisect ``versions`` (any order; sorted here by PEP 440) between ``good`` and ``bad``.
 
-    Both endpoints run first and must show their verdicts (else ``EndpointMismatch``); then the middle
-    untried build between the current boundary runs, a SKIP's neighbour next, until no untried build is
-    left between them."""
+    Both endpoints run first (an endpoint that skips gives way to its neighbour toward the other one) and
+    must show their verdicts, else ``EndpointMismatch``; then the middle untried build between the current
+    boundary runs, a SKIP's neighbour next, until no untried build is left between them."""
     ordered = sorted(set(versions), key=Version)
     for name, version in (("--good", good), ("--bad", bad)):
         if version not in ordered:
@@ -84,23 +84,39 @@ def search(versions: Sequence[str], good: str, bad: str, run: Callable[[str], St
     if Version(good) == Version(bad):
         raise UsageError(f"--good and --bad are the same build ({good}): give one that passes and one that fails")
     steps: list[Step] = []
+    runs: dict[str, Step] = {}
 
     def tried(version: str) -> Step:
-        step = run(version)
-        steps.append(step)
-        return step
+        if version not in runs:
+            runs[version] = run(version)
+            steps.append(runs[version])
+        return runs[version]
+
+    def runnable(index: int, toward: int) -> tuple[int, Step]:
+        """The endpoint at ``index`` or, while it skips, its nearest neighbour toward ``toward``."""
+        step = tried(ordered[index])
+        while step.verdict == "skip" and index != toward:
+            index += 1 if toward > index else -1
+            step = tried(ordered[index])
+        return index, step
 
     old_verdict: Verdict = "good" if Version(good) < Version(bad) else "bad"
-    new_verdict: Verdict = "bad" if old_verdict == "good" else "good"
-    low, high = sorted((ordered.index(good), ordered.index(bad)))
-    ends = {"--good": tried(good), "--bad": tried(bad)}
-    wrong = [
-        f"{name} {step.version} is {step.verdict.upper()}" + (f": {step.reason}" if step.reason else "")
-        for name, step in ends.items() if step.verdict != name.removeprefix("--")
-    ]
+    good_index, good_step = runnable(ordered.index(good), ordered.index(bad))
+    bad_index, bad_step = runnable(ordered.index(bad), good_index)
+    if good_step.verdict == "skip":
+        raise EndpointMismatch(f"every build from --good {good} to --bad {bad} is SKIP (none runs the tests); {good}: {runs[good].reason}")
+    wrong = []
+    for name, given, step in (("--good", good, good_step), ("--bad", bad, bad_step)):
+        if step.verdict == name.removeprefix("--"):
+            continue
+        said = f"{step.verdict.upper()}" + (f": {step.reason}" if step.reason else "")
+        wrong.append(f"{name} {given} is {said}" if step.version == given else (
+            f"{name} {given} is SKIP: {runs[given].reason}; the nearest build toward the other end that runs the tests, "
+            f"{step.version}, is {said} (no {name.removeprefix('--')} build on that side)"))
     if wrong:
         raise EndpointMismatch("; ".join(wrong))
-    last, first = (ends["--good"], ends["--bad"]) if old_verdict == "good" else (ends["--bad"], ends["--good"])
+    low, high = sorted((good_index, bad_index))
+    last, first = (good_step, bad_step) if old_verdict == "good" else (bad_step, good_step)
     skipped: dict[int, Step] = {}
     while untried := [i for i in range(low + 1, high) if i not in skipped]:
         middle = (low + high) // 2
