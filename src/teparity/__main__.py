@@ -14,7 +14,7 @@ from pathlib import Path
 
 from teparity.gate.matrix import compatibility_matrix
 from teparity.gate.report import ParityReport
-from teparity.tools.bisect import UsageError, valid_version
+from teparity.tools.bisect import PACKAGES, UsageError, valid_version
 
 
 def doctor() -> int:
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     timing.add_argument("--workdir", type=Path, help="bench.json, both reports and logs (default: a new temp dir)")
     timing.add_argument("pytest_args", nargs=argparse.REMAINDER, help="pytest arguments (after --), e.g. -- -n 2 tests/ddp")
     bisecting = commands.add_parser("bisect", help="the first build between a good and a bad one whose gate verdict changes")
-    bisecting.add_argument("--package", choices=("lightning-thunder", "transformer-engine"), default="lightning-thunder")
+    bisecting.add_argument("--package", choices=PACKAGES, default="lightning-thunder")
     bisecting.add_argument("--good", required=True, type=valid_version, help="a build that passes the tests")
     bisecting.add_argument("--bad", required=True, type=valid_version, help="a build that fails them (older than --good: find the fix)")
     bisecting.add_argument("--wheels", type=Path, help="candidates from this folder of wheels instead of the index")

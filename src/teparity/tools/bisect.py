@@ -235,11 +235,9 @@ class Runner:
         """None once ``version`` is in ``site``, else the tail of pip's error."""
         if any(site.glob("*.dist-info")):
             return None
-        if self.wheels is not None:
-            sources = [str(w) for w in _wheels(self.wheels, self.package).get(version, [])]
-            sources = [*sources, "--no-index"] if sources else [f"{self.package}=={version}", "--no-index", "--find-links", str(self.wheels)]
-        else:
-            sources = [f"{self.package}=={version}"]
+        # From a folder: every wheel of that version (TE's core and torch extension with it), no index.
+        wheels = _wheels(self.wheels, self.package)[version] if self.wheels is not None else []
+        sources = [*map(str, wheels), "--no-index"] if wheels else [f"{self.package}=={version}"]
         completed = subprocess.run(
             [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--target", str(site), *sources],
             capture_output=True, text=True, check=False,
