@@ -1,8 +1,9 @@
 """``python -m teparity``: ``doctor`` (what this machine can run, and why not), ``matrix`` (parity
 reports merged into a markdown compatibility table), ``kill-matrix`` (the gate clean and under each
 applicable mutation from teparity.tools.mutations), ``known-defects`` (the registry as markdown), ``bench``
-(the gate with fresh, warm and forked ranks: wall times, ratios, identical verdicts) and ``repeat`` (the
-gate N times: every verdict or number that changed)."""
+(the gate with fresh, warm and forked ranks: wall times, ratios, identical verdicts), ``repeat`` (the
+gate N times: every verdict or number that changed) and ``bisect`` (the first thunder build or TE release
+between a good and a bad one whose verdict changes)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from teparity.gate.matrix import compatibility_matrix
 from teparity.gate.ranges import AXES, Axis, Run
 from teparity.gate.report import ParityReport
 from teparity.tools.bench import MODES
+from teparity.tools.bisect import PACKAGES, UsageError, valid_version
 
 
 def doctor() -> int:
@@ -88,11 +90,24 @@ def main(argv: list[str] | None = None) -> int:
     again.add_argument("count", type=_at_least_two, metavar="N", help="how many runs (N >= 2)")
     again.add_argument("--workdir", type=Path, help="repeat.json, every report and log (default: a new temp dir)")
     again.add_argument("pytest_args", nargs=argparse.REMAINDER, help="pytest arguments (after --), e.g. -- -n 2 tests/ddp")
+    bisecting = commands.add_parser("bisect", help="the first build between a good and a bad one whose gate verdict changes")
+    bisecting.add_argument("--package", choices=PACKAGES, default="lightning-thunder")
+    bisecting.add_argument("--good", required=True, type=valid_version, help="a build that passes the tests")
+    bisecting.add_argument("--bad", required=True, type=valid_version, help="a build that fails them (older than --good: find the fix)")
+    bisecting.add_argument("--wheels", type=Path, help="candidates from this folder of wheels instead of the index")
+    bisecting.add_argument("--workdir", type=Path, help="bisect.json, bisect.txt, builds/, each step's report and log (default: a new temp dir)")
+    bisecting.add_argument("pytest_args", nargs=argparse.REMAINDER, help="pytest arguments (after --), e.g. -- tests/trace -p no:xdist")
     args = parser.parse_args(argv)
-    if args.command in ("bench", "repeat"):
-        pytest_args = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
-        if args.command == "repeat":
-            return repeat_command(args.count, pytest_args, args.workdir)
+    pytest_args = getattr(args, "pytest_args", [])
+    pytest_args = pytest_args[1:] if pytest_args[:1] == ["--"] else pytest_args
+    if args.command == "bisect":
+        try:
+            return bisect_command(args.package, args.good, args.bad, pytest_args, args.wheels, args.workdir)
+        except UsageError as error:
+            bisecting.error(str(error))
+    if args.command == "repeat":
+        return repeat_command(args.count, pytest_args, args.workdir)
+    if args.command == "bench":
         return bench_command(pytest_args, args.workdir, args.modes)
     if args.command == "doctor":
         return doctor()
@@ -166,6 +181,34 @@ def repeat_command(count: int, pytest_args: list[str], workdir: Path | None) -> 
                 print(f"    runs {version['runs']}: {version['outcome']}: {version['evidence'][:200]}")
     print(f"repeat.json: {workdir / 'repeat.json'}")
     return 0 if stable else 1
+
+
+def bisect_command(package: str, good: str, bad: str, pytest_args: list[str], wheels: Path | None, workdir: Path | None) -> int:
+    from teparity.tools.bisect import EndpointMismatch, Runner, Step, index_versions, search, wheel_versions, write_log
+
+    if not pytest_args:
+        raise UsageError("name the tests to run after --, e.g. -- tests/trace -p no:xdist")
+    if package == "transformer-engine" and wheels is None:
+        raise UsageError("TE's torch extension is source-only on the index: build TE's wheels for this torch and pass --wheels DIR")
+    versions = wheel_versions(wheels, package) if wheels is not None else index_versions(package)
+    workdir = _workdir(workdir, "teparity-bisect-")
+    steps: list[Step] = []
+    runner = Runner(package, pytest_args, workdir, wheels, progress=_progress)
+
+    def logged(version: str) -> Step:
+        steps.append(runner(version))
+        write_log(workdir, package, good, bad, pytest_args, steps)
+        return steps[-1]
+
+    try:
+        result = search(versions, good, bad, logged)
+    except EndpointMismatch as error:
+        print(write_log(workdir, package, good, bad, pytest_args, steps, error=f"an endpoint is not what it was given as: {error}"))
+        print(f"bisect log: {workdir / 'bisect.txt'}")
+        return 1
+    print(write_log(workdir, package, good, bad, pytest_args, steps, result))
+    print(f"bisect log: {workdir / 'bisect.txt'}")
+    return 0
 
 
 def kill_matrix_command(paths: list[str], workdir: Path | None, pytest_args: str, jobs: int) -> int:

@@ -27,6 +27,7 @@ _EVIDENCE = "teparity_evidence"
 #: The registry entries that cover an item on the installed stack (see pytest_collection_modifyitems).
 _KNOWN = pytest.StashKey[list[known_defects.KnownDefect]]()
 _MATCHED = "teparity_known_defect"
+_NEAR_MISS = "teparity_near_miss"
 
 
 def _positive(kind: type[int | float]) -> Callable[[str], Any]:
@@ -197,15 +198,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Any:
     """A failure that matches a covering entry's signature becomes that entry's own exception type (what
-    its strict xfail expects); any other failure propagates unchanged and fails the test."""
+    its strict xfail expects); one that matches an entry outside its version ranges still fails, as a
+    ``NearMiss`` that names the entry and the range; any other failure propagates unchanged."""
     try:
         return (yield)
     except BaseException as error:
         entry = known_defects.match(item.stash.get(_KNOWN, []), error, _environment())
-        if entry is None:
+        if entry is not None:
+            item.user_properties.append((_MATCHED, entry.id))
+            raise entry.seen_type(f"[known upstream defect {entry.id}] {error}") from error
+        tag = dict(item.user_properties).get(_PROPERTY)
+        versions = Versions.installed()
+        near = known_defects.near_misses(tag["check"], tag["executor"], versions, error, _environment()) if tag else []
+        if not near:
             raise
-        item.user_properties.append((_MATCHED, entry.id))
-        raise entry.seen_type(f"[known upstream defect {entry.id}] {error}") from error
+        item.user_properties.append((_NEAR_MISS, near[0].id))
+        raise known_defects.NearMiss(f"{known_defects.near_miss_message(near[0], versions, item.nodeid)} {error}") from error
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -331,7 +339,7 @@ def _outcome(report: pytest.TestReport) -> TestOutcome | None:
     if report.failed:
         crash = getattr(report.longrepr, "reprcrash", None)
         message = crash.message if crash is not None else report.longreprtext
-        return TestOutcome(report.nodeid, "FAIL", message[:EVIDENCE_CHARS])
+        return TestOutcome(report.nodeid, "FAIL", message[:EVIDENCE_CHARS], near_miss=dict(report.user_properties).get(_NEAR_MISS))
     if report.when == "call":
         return TestOutcome(report.nodeid, "pass", dict(report.user_properties).get(_EVIDENCE, ""))
     return None

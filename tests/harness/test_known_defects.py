@@ -17,6 +17,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 
 from teparity.gate import known_defects
+from teparity.gate.report import ParityReport
 from teparity.judge.failures import (
     PartedFromEager,
     ReducedOutsideTheGroup,
@@ -147,6 +148,70 @@ def test_every_entry_is_bounded_and_cites_its_evidence(entry: known_defects.Know
         assert (REPO / seen).is_dir() and any((REPO / seen).rglob("*.json")), f"{entry.id}: no report under {seen}"
 
 
+def _bound_problems(entry: known_defects.KnownDefect, root: Path = REPO) -> list[str]:
+    """Why a bisected bound is not backed by its log: the bound must be a clause of the entry's range, and
+    its bisect log, of that package, must end at that build (a lower bound: the first bad build; an upper
+    bound: the first good one)."""
+    problems = []
+    for bound in entry.bounds:
+        specifier = entry.thunder if bound.package == "thunder" else entry.te
+        clause = next(iter(SpecifierSet(bound.bound)))
+        if bound.bound not in {str(s) for s in SpecifierSet(specifier)}:
+            problems.append(f"{bound.bound} is not a clause of {bound.package} `{specifier}`")
+        log = root / bound.log
+        if not log.is_file():
+            problems.append(f"{bound.log}: no bisect log")
+            continue
+        data = json.loads(log.read_text())
+        wanted = ("bad" if clause.operator.startswith(">") else "good", clause.version)
+        package = {"thunder": "lightning-thunder", "te": "transformer-engine"}[bound.package]
+        found = (data["result"] or {}).get("first_verdict"), (data["result"] or {}).get("first")
+        if data["package"] != package or found != wanted:
+            problems.append(f"{bound.log}: a bisect of {data['package']} whose first {found[0]} build is {found[1]}, "
+                            f"not the first {wanted[0]} {package} {wanted[1]}")
+    return problems
+
+
+@pytest.mark.parametrize("entry", known_defects.REGISTRY, ids=lambda e: e.id)
+def test_every_bisected_bound_is_backed_by_its_log(entry: known_defects.KnownDefect) -> None:
+    assert _bound_problems(entry) == []
+
+
+def test_a_bound_that_its_log_does_not_back_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "bisect.json").write_text(json.dumps(
+        {"package": "lightning-thunder", "result": {"first": "0.2.6.dev20250330", "first_verdict": "bad"}}))
+    base = dataclasses.replace(known_defects.BY_ID["legacy-executor-loses-te-from-te-2.10"], thunder=">=0.2.6.dev20250324,<0.2.7")
+    backed = known_defects.BisectedBound("thunder", ">=0.2.6.dev20250330", "bisect.json")
+    assert _bound_problems(dataclasses.replace(base, thunder=">=0.2.6.dev20250330,<0.2.7", bounds=(backed,)), tmp_path) == []
+    elsewhere = dataclasses.replace(base, bounds=(known_defects.BisectedBound("thunder", ">=0.2.6.dev20250324", "bisect.json"),))
+    assert _bound_problems(elsewhere, tmp_path) == [
+        "bisect.json: a bisect of lightning-thunder whose first bad build is 0.2.6.dev20250330, not the first bad "
+        "lightning-thunder 0.2.6.dev20250324"]
+    assert _bound_problems(dataclasses.replace(base, bounds=(backed,)), tmp_path)[0].startswith(">=0.2.6.dev20250330 is not a clause")
+    assert _bound_problems(dataclasses.replace(base, bounds=(dataclasses.replace(backed, log="none.json"),)), tmp_path)[-1] == (
+        "none.json: no bisect log")
+    assert "- bounds bisected: thunder `>=0.2.6.dev20250330` (`bisect.json`)" in _markdown_of(
+        dataclasses.replace(base, bounds=(backed,)))
+
+
+def _markdown_of(entry: known_defects.KnownDefect) -> str:
+    saved = known_defects.REGISTRY
+    known_defects.REGISTRY = (entry,)
+    try:
+        return known_defects.markdown()
+    finally:
+        known_defects.REGISTRY = saved
+
+
+def test_a_bound_named_by_build_holds_the_dev_builds_that_a_release_bound_leaves_out() -> None:
+    """Under PEP 440 `>=0.2.6` leaves out 0.2.6.dev20251019, a build before 0.2.6; `>=0.2.6.dev20250324` holds it."""
+    entry = known_defects.BY_ID["legacy-executor-loses-te-from-te-2.10"]
+    dev = Versions(torch="2.11.0", thunder="0.2.6.dev20251019", transformer_engine="2.12.0")
+    assert not entry.holds_for_versions(dev)
+    assert "(a build before 0.2.6, which PEP 440 orders below it" in entry.excluded(dev)[0]
+    assert dataclasses.replace(entry, thunder=">=0.2.6.dev20250324,<0.2.7").holds_for_versions(dev)
+
+
 def test_coverage_follows_check_executor_and_versions() -> None:
     entry = known_defects.BY_ID["legacy-executor-loses-te-from-te-2.10"]
     on = Versions(torch="2.11.0", thunder="0.2.6", transformer_engine="2.12.0")
@@ -165,8 +230,8 @@ import dataclasses
 import teparity.gate.known_defects as kd
 from teparity.stack.versions import Versions
 
-# This run pretends TE 2.12.0 is installed, and registers one entry whose predicate needs no probe.
-Versions.installed = classmethod(lambda cls: Versions(torch="2.11.0", thunder="0.2.6", transformer_engine="2.12.0"))
+# This run pretends TE 2.12.0 and thunder {thunder} are installed, and registers one entry whose predicate needs no probe.
+Versions.installed = classmethod(lambda cls: Versions(torch="2.11.0", thunder="{thunder}", transformer_engine="2.12.0"))
 kd.REGISTRY = (dataclasses.replace(kd.BY_ID["legacy-executor-loses-te-from-te-2.10"], matches=lambda ev, env: ev["claimed"] == 0),)
 """
 
@@ -201,11 +266,15 @@ def test_an_uncovered_check(executor):
 """
 
 
-@pytest.fixture
-def covered_run(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeconftest(_CONFTEST)
+def _faked_run(pytester: pytest.Pytester, thunder: str) -> pytest.Pytester:
+    pytester.makeconftest(_CONFTEST.format(thunder=thunder))
     pytester.makepyfile(test_known=_TESTS)
     return pytester
+
+
+@pytest.fixture
+def covered_run(pytester: pytest.Pytester) -> pytest.Pytester:
+    return _faked_run(pytester, "0.2.6")
 
 
 def test_only_the_defects_signature_is_expected(covered_run: pytest.Pytester) -> None:
@@ -224,6 +293,43 @@ def test_only_the_defects_signature_is_expected(covered_run: pytest.Pytester) ->
     assert cells["ddp-first-step"]["outcome"] == "XPASS"
     for check in ("numerics[delayed]", "ddp[delayed]", "bwd-sync-placement[1proc]"):
         assert cells[check]["outcome"] == "FAIL", check
+
+
+def test_a_near_miss_fails_and_names_the_entry_and_the_range_that_leaves_it_out(pytester: pytest.Pytester) -> None:
+    """thunder 0.2.6.dev20251019 is a build before 0.2.6, outside the entry's `>=0.2.6,<0.2.7`: every test
+    runs strict; the defect's own failure fails as a near miss, the other failures stay plain."""
+    entry = "legacy-executor-loses-te-from-te-2.10"
+    run = _faked_run(pytester, "0.2.6.dev20251019")
+    result = run.runpytest_subprocess("-n", "2", "-p", "teparity.plugin", "-p", "no:cacheprovider", "--teparity-report", "r.json")
+    result.assert_outcomes(failed=4, passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        f"*NearMiss: [[]near miss of known upstream defect {entry}: this failure matches its signature, but thunder "
+        "0.2.6.dev20251019 not in `>=0.2.6,<0.2.7` (a build before 0.2.6*so it fails strict*python -m teparity bisect "
+        "--package lightning-thunder --good GOOD_BUILD --bad 0.2.6.dev20251019 -- "
+        "'test_known.py::test_the_defect[[]legacy[]]' --runxfail*held 0 of 2 linears",
+        f"*te-claims-every-linear[[]1proc[]]*FAIL (1/1; matches {entry} outside its range)*",
+    ])
+    data = json.loads((run.path / "r.json").read_text())
+    assert data["exitstatus"] == 1
+    tests = {r["check"]: r["tests"][0] for r in data["results"]}
+    near = tests.pop("te-claims-every-linear[1proc]")
+    assert near["outcome"] == "FAIL" and near["near_miss"] == entry and "near miss of known upstream defect" in near["evidence"]
+    assert ParityReport.from_json(data).cells[("te-claims-every-linear[1proc]", "legacy")].short() == (
+        f"FAIL (1/1; matches {entry} outside its range)")
+    # A look-alike, another failure and a check the entry does not name: plain failures; the "fix" passes.
+    for check, test in tests.items():
+        assert test["near_miss"] is None and "near miss" not in test["evidence"], check
+        assert test["outcome"] == ("pass" if check == "ddp-first-step" else "FAIL"), check
+
+
+def test_a_te_range_that_leaves_the_stack_out_asks_for_a_te_bisect() -> None:
+    entry = known_defects.BY_ID["legacy-executor-loses-te-from-te-2.10"]
+    versions = Versions(torch="2.11.0", thunder="0.2.6", transformer_engine="2.9.0")
+    assert entry.excluded(versions) == ["TE 2.9.0 not in `>=2.10`"]
+    message = known_defects.near_miss_message(entry, versions, "tests/numerics/t.py::t[legacy]")
+    assert "--package transformer-engine --wheels DIR --good GOOD_BUILD --bad 2.9.0" in message
+    assert entry.excluded(Versions(torch="2.11.0", thunder="0.2.6", transformer_engine="2.12.0")) == []
 
 
 def test_runxfail_shows_the_whole_truth(covered_run: pytest.Pytester) -> None:

@@ -223,3 +223,46 @@ def test_one_probe_serves_the_controller_and_every_xdist_worker(pytester: pytest
     result = pytester.runpytest_subprocess("-n", "2", "-p", "teparity.plugin", "-p", "no:cacheprovider", "sub")
     result.assert_outcomes(passed=2)
     assert len(list(tmp_path.glob("teparity-env-*.json"))) == 1, sorted(p.name for p in tmp_path.iterdir())
+
+
+_GATED_SYNC = '''
+TE_VERSION_1_6_PLUS = False
+
+def _insert_bwd_fp8_meta_sync(bw_extrace):
+    pass
+
+def _rearrange_transformer_engine_linear(fw_extrace, bw_extrace):
+    pass
+
+def _transformer_engine_bwd_fp8_meta_sync(fw_extrace, bw_extrace):
+    if TE_VERSION_1_6_PLUS:
+        _insert_bwd_fp8_meta_sync(bw_extrace)
+    else:
+        _rearrange_transformer_engine_linear(fw_extrace, bw_extrace)
+'''
+
+
+def test_a_backward_sync_inserted_only_behind_a_te_version_flag_that_is_off_skips_the_trace_tier(tmp_path: Path) -> None:
+    """thunder 0.2.0.dev20240513 .. dev20240602 insert the sync only ``if TE_VERSION_1_6_PLUS``: without TE
+    (the CPU runner) they reorder the linears instead, so the trace tier has no sync to place and skips,
+    saying so; with the flag on (TE > 1.6) it runs."""
+    import importlib.util
+
+    from teparity.stack import versions
+
+    source = tmp_path / "gated_sync.py"
+    source.write_text(_GATED_SYNC)
+    spec = importlib.util.spec_from_file_location("gated_sync", source)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert versions._backward_sync_gate_off(module) == "TE_VERSION_1_6_PLUS"
+    module.TE_VERSION_1_6_PLUS = True
+    assert versions._backward_sync_gate_off(module) is None
+    del module._transformer_engine_bwd_fp8_meta_sync  # 0.2.0.dev20240609 on: inserted unconditionally, elsewhere
+    assert versions._backward_sync_gate_off(module) is None
+    legacy = ExecutorInfo("legacy", "m", "a", has_backward_sync=True, executor_present=True, backward_sync_gate_off="TE_VERSION_1_6_PLUS")
+    reason = _env(thunder="0.2.0.dev20240513", executors={"legacy": legacy, "functional": ExecutorInfo("functional")}).backward_sync_reason()
+    assert reason == ("lightning-thunder 0.2.0.dev20240513's legacy TE executor inserts te_sync_fp8_meta_bwd only if "
+                      "TE_VERSION_1_6_PLUS, which is false here (TransformerEngine absent); without it, it reorders the TE "
+                      "linears instead")
+    assert _env().backward_sync_reason() is None

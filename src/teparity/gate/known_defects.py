@@ -10,15 +10,22 @@ type, and converts a failure to that type only when the signature matches (``mat
 - the defect itself: xfail (``known`` in the parity report, with the entry id);
 - any other failure of the same test: fails for real;
 - a build that fixes it: XPASS, which fails strict and names the entry to retire;
-- outside every version range: no mark, the test runs strict;
+- outside every version range: no mark, the test runs strict; a failure there that matches an entry's
+  signature anyway (a near miss) still fails, labelled with the entry and the range that excludes this
+  stack, and the bisect command that would settle where the range really starts;
 - ``pytest --runxfail``: the whole truth, each matched failure labelled with its entry.
+
+Ranges are PEP 440 specifiers, so a bound named by release leaves out that release's own dev builds:
+``>=0.2.6`` does not hold 0.2.6.dev20251019, which is a build before 0.2.6. Name a bound by build
+(``>=0.2.6.dev20250324``) where a bisect found it, and cite that bisect's log in ``bounds``
+(``python -m teparity bisect`` writes it; a harness test checks that the log's boundary is the bound).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from packaging.specifiers import SpecifierSet
 
@@ -39,6 +46,22 @@ class KnownDefectSeen(AssertionError):
     entry_id = ""
 
 
+class NearMiss(AssertionError):
+    """A strict failure that matches an entry's signature outside its version ranges: it fails all the
+    same (nothing says the defect holds here), and says which entry and which range."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BisectedBound:
+    """One clause of an entry's range, named by build, and the bisect log that found that build."""
+
+    package: Literal["thunder", "te"]
+    #: A clause of the entry's ``thunder`` or ``te`` range, e.g. ">=0.2.6.dev20250324".
+    bound: str
+    #: The bisect.json under docs/results/ whose boundary is that build.
+    log: str
+
+
 @dataclasses.dataclass(frozen=True)
 class KnownDefect:
     id: str
@@ -55,15 +78,27 @@ class KnownDefect:
     cause: str
     #: Committed runs under docs/results/ that showed it.
     seen: tuple[str, ...]
+    #: The bounds that a bisect placed, each with its log (the others stop where the runs stopped).
+    bounds: tuple[BisectedBound, ...] = ()
 
     def holds_for(self, check: str, executor: str | None, versions: Versions) -> bool:
         """Whether a test of ``check`` and ``executor`` on these versions is covered by this entry."""
-        if executor not in self.executors or check.split("[", 1)[0] not in self.checks:
-            return False
-        return self.holds_for_versions(versions)
+        return self.names(check, executor) and self.holds_for_versions(versions)
+
+    def names(self, check: str, executor: str | None) -> bool:
+        """Whether this entry is about ``check`` and ``executor``, on any versions."""
+        return executor in self.executors and check.split("[", 1)[0] in self.checks
 
     def holds_for_versions(self, versions: Versions) -> bool:
         return _within(versions.thunder, self.thunder) and _within(versions.transformer_engine, self.te)
+
+    def excluded(self, versions: Versions) -> list[str]:
+        """Which of this entry's ranges leave these versions out, in words (empty when both hold)."""
+        said = []
+        for name, version, specifier in (("thunder", versions.thunder, self.thunder), ("TE", versions.transformer_engine, self.te)):
+            if not _within(version, specifier):
+                said.append(f"{name} {version or 'absent'} not in `{specifier}`{_before_release(version, specifier)}")
+        return said
 
     def reason(self) -> str:
         return (
@@ -80,6 +115,14 @@ class KnownDefect:
 def _within(version: str | None, specifier: str) -> bool:
     parsed = parse_version(version or "")
     return parsed is not None and SpecifierSet(specifier, prereleases=True).contains(parsed)
+
+
+def _before_release(version: str | None, specifier: str) -> str:
+    """A note where ``version`` is a dev or pre-release build of a release the range holds."""
+    parsed = parse_version(version or "")
+    if parsed is None or not parsed.is_prerelease or not _within(parsed.base_version, specifier):
+        return ""
+    return f" (a build before {parsed.base_version}, which PEP 440 orders below it: name the bound by build once a bisect finds it)"
 
 
 # -- predicates: each reads only the evidence its failure type carries ----------------------------
@@ -242,6 +285,26 @@ def match(entries: list[KnownDefect], error: BaseException, env: Environment) ->
     return None
 
 
+def near_misses(check: str, executor: str | None, versions: Versions, error: BaseException, env: Environment) -> list[KnownDefect]:
+    """The entries of this check and executor whose signature ``error`` matches although their version
+    ranges leave this stack out."""
+    near = [e for e in REGISTRY if e.names(check, executor) and not e.holds_for_versions(versions)]
+    return [e for e in near if match([e], error, env) is e]
+
+
+def near_miss_message(entry: KnownDefect, versions: Versions, nodeid: str) -> str:
+    """What a near miss says: the entry, the range that excludes this stack, the bisect that settles it."""
+    thunder_out = not _within(versions.thunder, entry.thunder)
+    package, version = ("lightning-thunder", versions.thunder) if thunder_out else ("transformer-engine", versions.transformer_engine)
+    wheels = "" if thunder_out else " --wheels DIR"
+    return (
+        f"[near miss of known upstream defect {entry.id}: this failure matches its signature, but "
+        f"{'; '.join(entry.excluded(versions))}, so it fails strict. If it is the same defect, bisect where it "
+        f"starts: python -m teparity bisect --package {package}{wheels} --good GOOD_BUILD --bad {version} -- "
+        f"'{nodeid}' --runxfail -p no:xdist; then name the bound by that build in {entry.id}'s range]"
+    )
+
+
 def markdown() -> str:
     """The registry as a document (docs/known-defects.md is this, generated)."""
     lines = [
@@ -266,5 +329,6 @@ def markdown() -> str:
             f"- signature: `{entry.failure.__name__}` where {entry.signature}",
             f"- cause: {entry.cause}",
             f"- seen: {', '.join(f'`{path}`' for path in entry.seen)}",
+            *([f"- bounds bisected: {', '.join(f'{b.package} `{b.bound}` (`{b.log}`)' for b in entry.bounds)}"] if entry.bounds else []),
         ]
     return "\n".join(lines) + "\n"

@@ -1,7 +1,8 @@
 """The parity report: per check and executor, the outcome and its evidence; a terminal table and JSON.
 
 Rows are checks (``@pytest.mark.check(NAME)``), columns are TE executors, cells aggregate every test
-of that check and executor, the first of these that any test had: FAIL (a new failure), XPASS (a
+of that check and executor, the first of these that any test had: FAIL (a new failure; a near miss
+names the registered defect it matches outside that entry's version ranges), XPASS (a
 registered known defect did not show: fixed upstream?), known (a registered known defect, by id), pass,
 skip (with the reason).
 """
@@ -32,6 +33,8 @@ class TestOutcome:
     evidence: str
     #: The registry entry (teparity.gate.known_defects) a "known" outcome matched.
     known_defect: str | None = None
+    #: The entry whose signature a "FAIL" matched outside that entry's version ranges (a near miss).
+    near_miss: str | None = None
 
 
 @dataclasses.dataclass
@@ -54,7 +57,8 @@ class Cell:
             return f"known ({', '.join(self.known_defects())})"
         if outcome in ("FAIL", "XPASS"):
             count = sum(1 for t in self.tests if t.outcome == outcome)
-            return f"{outcome} ({count}/{len(self.tests)})"
+            near = sorted({t.near_miss for t in self.tests if t.outcome == "FAIL" and t.near_miss})
+            return f"{outcome} ({count}/{len(self.tests)}" + (f"; matches {', '.join(near)} outside its range)" if near else ")")
         return f"pass ({len(self.tests)})" if len(self.tests) > 1 else "pass"
 
 
@@ -86,7 +90,8 @@ class ParityReport:
             for executor in executors:
                 cell = self.cells.get((check, executor))
                 text = cell.short() if cell else ""
-                row.append(text if len(text) <= width else text[: width - 3] + "...")
+                # A failure's cell is never cut: the entry a near miss matched must show.
+                row.append(text if len(text) <= width or cell.outcome == "FAIL" else text[: width - 3] + "...")
             rows.append(row)
         widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
         lines = ["  ".join(value.ljust(w) for value, w in zip(row, widths)).rstrip() for row in rows]

@@ -134,6 +134,10 @@ class ExecutorInfo:
     #: Legacy only, TE installed: why the module's own TE imports failed (its ``TE_AVAILABLE`` is False,
     #: so its checker declines every linear: a silent fallback the TE-claims checks report), or None.
     te_imports_failed: str | None = None
+    #: Legacy only: the module flag that must be true for this build to insert its backward sync, where
+    #: it is false here (0.2.0.dev20240513 .. dev20240602 insert it only ``if TE_VERSION_1_6_PLUS``, i.e.
+    #: with TE > 1.6, and reorder the TE linears otherwise), or None.
+    backward_sync_gate_off: str | None = None
     #: Whether the executor reduces amaxes within ``fp8_autocast(fp8_group=...)`` (read in its source:
     #: legacy, its autocast wrapper passes a group; functional, its update asks TE for the group).
     honors_fp8_group: bool = False
@@ -181,6 +185,7 @@ def find_te_executors() -> dict[ExecutorKind, ExecutorInfo]:
                 and hasattr(module, BACKWARD_SYNC_SYMBOL)
                 and hasattr(module, SYNC_INSERTION_HELPER),
                 te_imports_failed=_te_imports_failed(module) if kind == "legacy" else None,
+                backward_sync_gate_off=_backward_sync_gate_off(module) if kind == "legacy" else None,
                 honors_fp8_group=_honors_fp8_group(kind, module_name, module),
             )
             break
@@ -196,6 +201,25 @@ def _honors_fp8_group(kind: ExecutorKind, module_name: str, module: Any) -> bool
         return "fp8_group" in getattr(module, "TE_CTX_STR", "")
     impl = implementation_module(module_name)
     return impl is not None and "get_fp8_group" in inspect.getsource(impl)
+
+
+def _backward_sync_gate_off(module: Any) -> str | None:
+    """The flag of an ``if FLAG:`` that guards the legacy module's call of its sync-insertion helper and
+    is false in this module, or None (read from the source of the function that calls the helper)."""
+    import ast
+    import textwrap
+
+    caller = getattr(module, "_transformer_engine_bwd_fp8_meta_sync", None)
+    if caller is None:
+        return None
+    for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(caller)))):
+        if (
+            isinstance(node, ast.If) and isinstance(node.test, ast.Name)
+            and any(SYNC_INSERTION_HELPER in ast.unparse(statement) for statement in node.body)
+            and not getattr(module, node.test.id, False)
+        ):
+            return node.test.id
+    return None
 
 
 def implementation_module(module_name: str) -> Any | None:
@@ -356,6 +380,12 @@ class Environment:
             return (
                 f"lightning-thunder {self.versions.thunder}'s legacy TE executor has no {BACKWARD_SYNC_SYMBOL} "
                 "(added 2024-05-13, thunder PR #379)"
+            )
+        if flag := self.executors["legacy"].backward_sync_gate_off:
+            te = f"TransformerEngine {self.versions.transformer_engine}" if self.versions.transformer_engine else "TransformerEngine absent"
+            return (
+                f"lightning-thunder {self.versions.thunder}'s legacy TE executor inserts {BACKWARD_SYNC_SYMBOL} only "
+                f"if {flag}, which is false here ({te}); without it, it reorders the TE linears instead"
             )
         return None
 

@@ -37,11 +37,13 @@ class GateRun:
 
 
 def run_gate(
-    paths: list[str], workdir: Path, mutation: str | None = None, pytest_args: list[str] = (), *, name: str | None = None
+    paths: list[str], workdir: Path, mutation: str | None = None, pytest_args: list[str] = (), *, name: str | None = None,
+    env: dict[str, str] | None = None,
 ) -> GateRun:
-    """One pytest run of ``paths`` (with ``mutation`` injected) under ``workdir``: its output goes to
-    ``NAME.log`` as it runs (a run cut off keeps what it printed), its temp dir is ``NAME/``, and its
-    parity report ``NAME.json`` is read back (NAME: ``name``, else the mutation, else "clean")."""
+    """One pytest run of ``paths`` (with ``mutation`` injected; in ``env``, default this process's) under
+    ``workdir``: its output goes to ``NAME.log`` as it runs (a run cut off keeps what it printed), its temp
+    dir is ``NAME/``, and its parity report ``NAME.json`` is read back (NAME: ``name``, else the mutation,
+    else "clean")."""
     name = name or mutation or "clean"
     report_path, log_path = workdir / f"{name}.json", workdir / f"{name}.log"
     command = [
@@ -50,7 +52,7 @@ def run_gate(
         *([f"--teparity-inject={mutation}"] if mutation else []), *pytest_args,
     ]
     with open(log_path, "w") as log:
-        completed = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT)
+        completed = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     report = json.loads(report_path.read_text()) if report_path.exists() else {}
     return GateRun(mutation, completed.returncode, log_path.read_text(errors="replace"), report)
 
