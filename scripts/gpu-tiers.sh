@@ -7,8 +7,10 @@
 #   harness      tests/harness -m fp8: each GPU check killed by its mutation, the deadlock check
 #   ddp-gloo-N   tests/ddp with N gloo ranks sharing GPU 0
 #   ddp-nccl-N   tests/ddp with N NCCL ranks, one GPU each
-#   bench        python -m teparity bench over the gate: fresh ranks, then warm (OUT/NAME/: bench.json,
+#   bench        python -m teparity bench over the gate: fresh, warm and forked ranks (OUT/NAME/: bench.json,
 #                each mode's report and log)
+#   repeat-N     python -m teparity repeat N over the gate (OUT/NAME.json: repeat.json; OUT/NAME-runs.tgz:
+#                every run's report and log)
 #   kill-matrix  python -m teparity kill-matrix over the GPU kill targets (args: kill-matrix options)
 #   fp32-bias-probe  scripts/fp32_bias_probe.py: the cause of known defect functional-fp32-bias-in-fp8-gemm
 # Writes OUT/NAME.json (parity report; kill-matrix: OUT/kill-matrix-reports.tgz), OUT/NAME.log and the
@@ -41,6 +43,11 @@ case $PART in
     work=$(mktemp -d)
     python3 -m teparity bench --workdir "$work" -- tests/trace tests/numerics tests/ddp "$@"
     status=$?; mkdir -p "$OUT/$NAME"; cp "$work"/*.json "$work"/*.log "$OUT/$NAME/"; exit $status ;;
+  repeat-*)
+    work=$(mktemp -d)
+    python3 -m teparity repeat "${PART#repeat-}" --workdir "$work" -- tests/trace tests/numerics tests/ddp "$@"
+    status=$?; cp "$work/repeat.json" "$OUT/$NAME.json"; (cd "$work" && tar czf "$OUT/$NAME-runs.tgz" ./run*.json ./run*.log)
+    exit $status ;;
   kill-matrix)
     work=$(mktemp -d)
     targets=$(python3 -c 'import sys; sys.path.insert(0, "tests/harness"); import test_gpu_kills as k; print(*k.KILLING_TESTS)')
