@@ -37,7 +37,8 @@ def test_startup_sums_each_phase_over_every_rank_log(tmp_path: Path) -> None:
         "teparity rank 0 start-up: import torch 2.50 s, gloo process group 0.10 s\n"
         "teparity rank preload: import transformer_engine 4.00 s, import thunder 3.00 s, CUDA init 0.40 s\n")
     (tmp_path / "gw0" / "ranks-1" / "rank1.log").write_text(
-        "teparity rank 1 start-up: import torch 2.50 s, nccl process group 1.00 s\nTraceback (most recent call last):\n")
+        "teparity rank 1 start-up: import torch 2.50 s, nccl process group 1.00 s\n"
+        "teparity rank task: teparity.inrank.sides.run_eager 1.25 s\nTraceback (most recent call last):\n")
     (tmp_path / "gw1" / "ranks-2" / "pool-x").mkdir(parents=True)
     (tmp_path / "gw1" / "ranks-2" / "pool-x" / "forkserver.log").write_text(
         "teparity fork server preload: import torch 3.00 s, import transformer_engine 5.00 s\n")
@@ -46,6 +47,7 @@ def test_startup_sums_each_phase_over_every_rank_log(tmp_path: Path) -> None:
     assert summary["seconds"] == {"import torch": 8.0, "process group": 1.1, "import transformer_engine": 9.0,
                                   "import thunder": 3.0, "CUDA init": 0.4}
     assert summary["total_s"] == 21.5
+    assert summary["tasks"] == {"teparity.inrank.sides.run_eager": 1.25} and summary["tasks_s"] == 1.2
 
 
 def test_repeat_names_each_test_that_changed_with_the_runs_that_saw_each_version(

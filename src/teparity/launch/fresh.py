@@ -33,6 +33,7 @@ from teparity.launch.outcome import (
     pg_timeout_for,
     qualified_name,
     rerun_line,
+    task_line,
 )
 from teparity.launch.rank import join_group, start_rank
 
@@ -46,12 +47,17 @@ def _rank_main(
     workdir: str,
     pg_timeout_s: float,
     parent_pid: int,
+    label: str,
 ) -> None:
     """Entry point of one fresh rank: set up evidence capture, join the group, run ``fn``, write the result."""
     log = start_rank(rank, world_size, workdir, parent_pid)
     try:
         join_group(rank, world_size, backend, workdir, pg_timeout_s)
-        pickled = pickle.dumps({"ok": fn(rank, world_size, *args)})
+        clock = time.monotonic()
+        try:
+            pickled = pickle.dumps({"ok": fn(rank, world_size, *args)})
+        finally:
+            print(task_line(label, time.monotonic() - clock), flush=True)
     except BaseException:
         pickled = pickle.dumps({"error": traceback.format_exc()})
     tmp = Path(workdir) / f"rank{rank}.result.tmp"
@@ -88,7 +94,7 @@ def run_ranks(
     processes = [
         context.Process(
             target=_rank_main,
-            args=(fn, args, rank, world_size, backend, str(run_dir), pg_timeout, os.getpid()),
+            args=(fn, args, rank, world_size, backend, str(run_dir), pg_timeout, os.getpid(), label or qualified_name(fn)),
             name=f"teparity-rank{rank}",
         )
         for rank in range(world_size)

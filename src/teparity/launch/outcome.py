@@ -65,6 +65,11 @@ def rerun_line() -> str:
     return f"re-run: python -m pytest {shlex.quote(nodeid)} -p no:xdist"
 
 
+def task_line(label: str, seconds: float) -> str:
+    """What a rank logs when a run ends: which function it ran and for how long (``bench`` sums them)."""
+    return f"teparity rank task: {label} {seconds:.2f} s"
+
+
 def qualified_name(fn: Callable[..., Any]) -> str:
     """How a failure names the function a run ran."""
     return f"{fn.__module__}.{fn.__qualname__}"

@@ -45,6 +45,7 @@ from teparity.launch.outcome import (
     pg_timeout_for,
     qualified_name,
     rerun_line,
+    task_line,
 )
 from teparity.launch.rank import join_group, start_rank
 
@@ -83,12 +84,14 @@ def _pool_rank_main(
             task = conn.recv()
         except EOFError:  # the parent is gone
             os._exit(0)
-        number, fn, args = task
-        print(f"=== teparity task {number}: {qualified_name(fn)}", flush=True)
+        number, fn, args, label = task
+        print(f"=== teparity task {number}: {label}", flush=True)
+        clock = time.monotonic()
         try:
             reply = ("ok", pickle.dumps(fn(rank, world_size, *args)))  # bytes: no tensor travels as a file descriptor
         except BaseException:
             reply = ("error", traceback.format_exc())
+        print(task_line(label, time.monotonic() - clock), flush=True)
         conn.send(reply)
         if reply[0] == "error":
             os._exit(1)  # peers may be stuck in a collective with this rank; the parent discards the pool
@@ -148,9 +151,10 @@ class RankPool:
         if self.tasks == 0:
             self._collect("start-up", START_DEADLINE_S, expect="ready")
         self.tasks += 1
+        label = label or qualified_name(fn)
         for connection in self.connections:
-            connection.send((self.tasks, fn, args))
-        return [pickle.loads(payload) for payload in self._collect(label or qualified_name(fn), timeout, expect="ok")]
+            connection.send((self.tasks, fn, args, label))
+        return [pickle.loads(payload) for payload in self._collect(label, timeout, expect="ok")]
 
     def _collect(self, what: str, timeout: float, *, expect: str) -> list[Any]:
         """One reply per rank, or every rank's failure (raised, died, or still running: stack-dumped)."""

@@ -328,7 +328,7 @@ class Environment:
             executors={k: ExecutorInfo(**v) for k, v in data["executors"].items()},
             te_import_error=data["te_import_error"],
             thunder_import_error=data["thunder_import_error"],
-            fork_error=data["fork_error"],
+            fork_error=data.get("fork_error"),  # reports written before forked ranks have none
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -24,12 +24,16 @@ MODES = ("fresh", "warm", "forked")
 #: server's preload (``teparity.inrank.forkable``).
 _STARTUP_LINE = re.compile(r"^teparity (?:rank \d+ start-up|rank preload|fork server preload): (.+)$", re.M)
 _PHASE = re.compile(r"([A-Za-z_ ]+?) (\d+(?:\.\d+)?) s(?:,|$)")
+#: ``teparity.launch.outcome.task_line``: the function a rank ran and its seconds.
+_TASK_LINE = re.compile(r"^teparity rank task: (\S+) (\d+(?:\.\d+)?) s$", re.M)
 
 
 def startup(basetemp: Path) -> dict[str, Any]:
     """Rank processes and fork servers a run started and their start-up seconds by phase, from their logs
-    under its pytest temp dir ("gloo process group" and "nccl process group" count as "process group")."""
+    under its pytest temp dir ("gloo process group" and "nccl process group" count as "process group"),
+    and the seconds the ranks then spent in each function they ran (``tasks``, summed over ranks)."""
     seconds: dict[str, float] = {}
+    tasks: dict[str, float] = {}
     processes = 0
     for log in [*basetemp.rglob("rank*.log"), *basetemp.rglob("forkserver.log")]:
         text = log.read_text(errors="replace")
@@ -38,9 +42,11 @@ def startup(basetemp: Path) -> dict[str, Any]:
             for phase, value in _PHASE.findall(line.strip()):
                 name = "process group" if phase.strip().endswith("process group") else phase.strip()
                 seconds[name] = round(seconds.get(name, 0.0) + float(value), 2)
+        for function, value in _TASK_LINE.findall(text):
+            tasks[function] = round(tasks.get(function, 0.0) + float(value), 2)
     fork_servers = sum(1 for _ in basetemp.rglob("forkserver.log"))
     return {"processes": processes, "fork_servers": fork_servers, "seconds": seconds,
-            "total_s": round(sum(seconds.values()), 1)}
+            "total_s": round(sum(seconds.values()), 1), "tasks": tasks, "tasks_s": round(sum(tasks.values()), 1)}
 
 
 def verdicts(report: dict[str, Any]) -> dict[str, tuple[str, str]]:
@@ -74,7 +80,7 @@ def bench(pytest_args: list[str], workdir: Path, modes: tuple[str, ...] = MODES,
         phases = ", ".join(f"{name} {value:.0f} s" for name, value in started["seconds"].items())
         progress(f"{mode}: {elapsed:.1f} s, exit {run.returncode}, {len(verdicts(run.report))} tests reported; "
                  f"{started['processes']} rank processes and {started['fork_servers']} fork servers started, "
-                 f"{started['total_s']:.0f} s of their start-up ({phases})")
+                 f"{started['total_s']:.0f} s of their start-up ({phases}), {started['tasks_s']:.0f} s of their runs")
     differing = differing_tests(*(run["report"] for run in runs.values()))
     first = verdicts(runs[modes[0]]["report"])
     identical = bool(first) and not differing and len({run["exitstatus"] for run in runs.values()}) == 1
