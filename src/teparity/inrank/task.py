@@ -6,6 +6,7 @@ couple it to an earlier one in the same process."""
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -15,9 +16,15 @@ _mutations_applied = False
 _preloaded = False
 
 
+#: A folder: each run in a rank writes its cProfile there (``NAME-rankR-PID-N.prof``), to see where a
+#: side's seconds go.
+PROFILE_VARIABLE = "TEPARITY_PROFILE_DIR"
+_runs = 0
+
+
 def in_rank(rank: int, world_size: int, fn: Callable[..., Any], *args: Any) -> Any:
     """``fn(rank, world_size, *args)`` after the process's preload and mutations, and a reset."""
-    global _mutations_applied
+    global _mutations_applied, _runs
     if not _preloaded:
         preload()
     if not _mutations_applied:
@@ -26,7 +33,16 @@ def in_rank(rank: int, world_size: int, fn: Callable[..., Any], *args: Any) -> A
         mutations.apply_from_env()
         _mutations_applied = True
     reset_between_runs()
-    return fn(rank, world_size, *args)
+    if not (folder := os.environ.get(PROFILE_VARIABLE)):
+        return fn(rank, world_size, *args)
+    import cProfile
+
+    _runs += 1
+    profile = cProfile.Profile()
+    try:
+        return profile.runcall(fn, rank, world_size, *args)
+    finally:
+        profile.dump_stats(os.path.join(folder, f"{fn.__name__}-rank{rank}-{os.getpid()}-{_runs}.prof"))
 
 
 def reset_between_runs() -> None:
