@@ -85,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     timing.add_argument("--workdir", type=Path, help="bench.json, every report and log (default: a new temp dir)")
     timing.add_argument("--modes", type=_modes, default=MODES, metavar="M,M",
                         help=f"the launch modes to compare, in this order (default {','.join(MODES)})")
+    timing.add_argument("--no-warmup", dest="warmup", action="store_false",
+                        help="time the first mode cold: no untimed run first to fill the caches that outlive a run")
     timing.add_argument("pytest_args", nargs=argparse.REMAINDER, help="pytest arguments (after --), e.g. -- -n 2 tests/ddp")
     again = commands.add_parser("repeat", help="the gate N times in a row: every test whose verdict or evidence changed")
     again.add_argument("count", type=_at_least_two, metavar="N", help="how many runs (N >= 2)")
@@ -108,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "repeat":
         return repeat_command(args.count, pytest_args, args.workdir)
     if args.command == "bench":
-        return bench_command(pytest_args, args.workdir, args.modes)
+        return bench_command(pytest_args, args.workdir, args.modes, args.warmup)
     if args.command == "doctor":
         return doctor()
     if args.command == "known-defects":
@@ -150,11 +152,11 @@ def _progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def bench_command(pytest_args: list[str], workdir: Path | None, modes: tuple[str, ...]) -> int:
+def bench_command(pytest_args: list[str], workdir: Path | None, modes: tuple[str, ...], warmup: bool) -> int:
     from teparity.tools.bench import bench
 
     workdir = _workdir(workdir, "teparity-bench-")
-    result, identical = bench(pytest_args, workdir, modes, progress=_progress)
+    result, identical = bench(pytest_args, workdir, modes, progress=_progress, warmup=warmup)
     times = ", ".join(f"{mode} {seconds} s" for mode, seconds in result["seconds"].items())
     speedups = ", ".join(f"{modes[0]}/{mode} {x}x" for mode, x in result["speedup"].items() if mode != modes[0])
     print(

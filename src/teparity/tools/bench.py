@@ -5,9 +5,9 @@ It prints each mode's wall time and the ratios against fresh, whether every test
 (what it compared and how far apart the sides were) is identical in every mode, and where each mode's
 time went: how many rank processes (and fork servers) it started and what their start-up cost, summed
 from their logs (torch import, process group, TE and thunder imports, CUDA init). ``bench.json`` holds
-``seconds`` and ``speedup`` per mode, ``identical``, the tests that differ, ``startup`` per mode, each
-run's exit status and the environment. The pytest output and parity report of each run sit beside it.
-A differing verdict or number fails the command.
+``seconds`` and ``speedup`` per mode (after an untimed warm-up run), ``identical``, the tests that
+differ, ``startup`` per mode, each run's exit status and the environment. The pytest output and parity
+report of each run sit beside it. A differing verdict or number fails the command.
 """
 
 from __future__ import annotations
@@ -66,10 +66,16 @@ def differing_tests(*reports: dict[str, Any]) -> list[str]:
 
 
 def bench(pytest_args: list[str], workdir: Path, modes: tuple[str, ...] = MODES,
-          progress: Callable[[str], None] = print) -> tuple[dict[str, Any], bool]:
-    """Run each mode; return bench.json's content and whether the verdicts and evidence are identical."""
+          progress: Callable[[str], None] = print, warmup: bool = True) -> tuple[dict[str, Any], bool]:
+    """Run each mode; return bench.json's content and whether the verdicts and evidence are identical.
+    ``warmup``: first one untimed run, so that the caches that outlive a run (the environment probe's,
+    torch inductor's compiled kernels on disk) serve every timed mode alike, not only those after the first."""
     from teparity.tools.killmatrix import run_gate
 
+    if warmup:
+        start = time.monotonic()
+        run = run_gate(pytest_args, workdir, None, [f"--teparity-ranks={modes[-1]}"], name="warmup")
+        progress(f"warm-up ({modes[-1]}, not timed): {time.monotonic() - start:.1f} s, exit {run.returncode}")
     runs: dict[str, dict[str, Any]] = {}
     for mode in modes:
         start = time.monotonic()
@@ -94,6 +100,7 @@ def bench(pytest_args: list[str], workdir: Path, modes: tuple[str, ...] = MODES,
         "tests": len(first),
         "startup": {mode: run["startup"] for mode, run in runs.items()},
         "pytest_args": pytest_args,
+        "warmup": warmup,
         "environment": runs[modes[-1]]["report"].get("environment", {}),
     }
     (workdir / "bench.json").write_text(json.dumps(result, indent=2) + "\n")
