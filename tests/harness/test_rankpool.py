@@ -163,7 +163,5 @@ def test_forked_ranks_and_their_fork_server_die_with_their_parent(tmp_path: Path
     finally:
         parent.send_signal(signal.SIGKILL)
         parent.wait()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and faults.still_running(processes):
-        time.sleep(0.1)
-    assert not faults.still_running(processes), f"the fork server or forked ranks outlived their parent: {processes}"
+    alive = faults.still_running_after(processes, 10)
+    assert not alive, f"the fork server or forked ranks outlived their parent: {alive} of {processes}"

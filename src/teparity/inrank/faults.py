@@ -25,6 +25,16 @@ def still_running(pids: Iterable[int]) -> list[int]:
     return [pid for pid in pids if running(pid)]
 
 
+def still_running_after(pids: Iterable[int], seconds: float) -> list[int]:
+    """``still_running`` once they are all gone, or once ``seconds`` have passed (a killed process's
+    children take a moment to follow it)."""
+    pids = list(pids)
+    deadline = time.monotonic() + seconds
+    while (alive := still_running(pids)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return alive
+
+
 FAULTY_RANK = -1  # the last rank misbehaves: no assumption of ranks 0 and 1
 
 
