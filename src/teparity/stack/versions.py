@@ -71,8 +71,11 @@ TE_ACCEPTED_BY_RELEASE: tuple[tuple[str, str, str], ...] = (
 
 FP8_MIN_CAPABILITY = (8, 9)
 #: thunder PR #873 ("DDP as a transform", 2024-08-04) made ``ddp(jit(model))`` the form; builds before it
-#: only take ``jit(ddp(model))`` (``ddp(jit(...))`` fails there with "None had an unexpected type").
-DDP_OF_JITTED_SINCE = Version("0.2.0.dev20240804")
+#: only take ``jit(ddp(model))`` (``ddp(jit(...))`` fails there with "None had an unexpected type"). The
+#: first weekly build that takes it is 0.2.0.dev20240811: on dev20240804 ``ddp(jit(model))`` still fails
+#: ("None had an unexpected type <class 'NoneType'>. Supported types are ProcessGroup") and
+#: ``jit(ddp(model))`` runs (seen on the CPU: docs/results/cpu-ddp-transform-2024/).
+DDP_OF_JITTED_SINCE = Version("0.2.0.dev20240811")
 
 
 def installed_version(distribution: str) -> str | None:
