@@ -79,6 +79,27 @@ def test_a_difference_beyond_te_tolerance_is_reported_with_where_and_rule() -> N
     assert "rtol 0.125 atol 0.0625" in result.differences[0]
 
 
+def test_input_gradients_are_compared_where_the_inputs_required_grad_on_both_sides_only() -> None:
+    """A build whose DDP transform cannot take an input that requires grad runs both sides without one
+    (None); an input gradient on one side only is a difference, not a skipped comparison."""
+    without = _run()
+    for step in without.steps:
+        step.input_grads = [None]
+    tol = tolerances.for_recipe("delayed")
+    one_side = Comparison()
+    compare_numerics(_run(), without, tol, rank=0, result=one_side)
+    assert len(one_side.differences) == 2 and "micro 0: an input grad on the reference side only" in one_side.differences[0]
+    neither = Comparison()
+    compare_numerics(copy.deepcopy(without), without, tol, rank=0, result=neither)
+    assert neither.differences == [] and neither.compared == _tensors_compared(_run()) - 2
+
+
+def _tensors_compared(run: CaseRun) -> int:
+    result = Comparison()
+    compare_numerics(run, copy.deepcopy(run), tolerances.for_recipe("delayed"), rank=0, result=result)
+    return result.compared
+
+
 def test_an_all_zero_reference_is_not_a_pass() -> None:
     result = Comparison()
     compare_numerics(_run(output=0.0), _run(output=0.0), tolerances.for_recipe("delayed"), rank=0, result=result)
