@@ -25,6 +25,7 @@ from packaging.specifiers import SpecifierSet
 from teparity.judge.failures import (
     GateFailure,
     PartedFromEager,
+    RaisedOnTheRanks,
     ReducedOutsideTheGroup,
     SilentFallback,
 )
@@ -55,6 +56,9 @@ class KnownDefect:
     cause: str
     #: Committed runs under docs/results/ that showed it.
     seen: tuple[str, ...]
+    #: A thunder defect that needs no TE: it holds where TE is absent too (``te`` still bounds it where
+    #: TE is installed).
+    without_te: bool = False
 
     def holds_for(self, check: str, executor: str | None, versions: Versions) -> bool:
         """Whether a test of ``check`` and ``executor`` on these versions is covered by this entry."""
@@ -63,7 +67,12 @@ class KnownDefect:
         return self.holds_for_versions(versions)
 
     def holds_for_versions(self, versions: Versions) -> bool:
-        return _within(versions.thunder, self.thunder) and _within(versions.transformer_engine, self.te)
+        te = versions.transformer_engine
+        return _within(versions.thunder, self.thunder) and (_within(te, self.te) or (self.without_te and te is None))
+
+    def te_range(self) -> str:
+        """The TE versions in words: the range, and whether it holds without TE."""
+        return f"`{self.te}`" + (", or none installed" if self.without_te else "")
 
     def reason(self) -> str:
         return (
@@ -124,6 +133,16 @@ def _fp32_bias_gemm(evidence: dict[str, Any], env: Environment) -> bool:
 
 def _group_ignored(evidence: dict[str, Any], env: Environment) -> bool:
     return evidence["thunder_equal_across_world"] and not env.executors[evidence["executor"]].honors_fp8_group
+
+
+def _no_allreduce_behind_input_grad(evidence: dict[str, Any], env: Environment) -> bool:
+    errors = evidence["errors"]
+    return len(errors) == evidence["world_size"] and all(
+        e["type"] == "builtins.ValueError"
+        and "CollectionProxy" in e["message"] and "had an unexpected type" in e["message"]
+        and {"optimize_allreduce_in_ddp_backward", "get_bsym_of_allreduce_of_grad"} <= set(e["functions"])
+        for e in errors
+    )
 
 
 #: Every gate check that needs TE to run a linear (a harness test keeps it in step with the tiers).
@@ -220,6 +239,29 @@ REGISTRY: tuple[KnownDefect, ...] = (
         seen=(_MATRIX_RUN, "docs/results/h200-te2.9.0-thunder0.2.6", "docs/results/h200-te2.12.0",
               "docs/results/h200-x2-te2.9.0-thunder0.2.6", "docs/results/h200-x4-te2.9.0-thunder0.2.6"),
     ),
+    KnownDefect(
+        id="ddp-transform-rejects-input-grad",
+        summary="thunder's DDP transform raises on an input that requires grad: its gradient bucketing looks "
+        "for an all-reduce behind the input's gradient too",
+        executors=("legacy",),
+        checks=("ddp-transform-matches-torch-ddp",),
+        thunder=">=0.2.0.dev20240404,<0.2.4.dev20250608",
+        te=">=1.6",
+        without_te=True,
+        failure=RaisedOnTheRanks,
+        matches=_no_allreduce_behind_input_grad,
+        signature="every rank raised ValueError '<CollectionProxy(...)> had an unexpected type' from "
+        "get_bsym_of_allreduce_of_grad, called by optimize_allreduce_in_ddp_backward",
+        cause="thunder/distributed/transforms/ddp.py optimize_allreduce_in_ddp_backward (called by "
+        "torch_autograd.split_forward_backward, from mid-2024 by apply_bucketing_to_grad_allreduce) calls get_bsym_of_allreduce_of_grad on every "
+        "tensor the backward trace returns, the input's gradient too; that one has no all-reduce behind it, so the "
+        "walk up its producers' first arguments reaches the backward's C0/cotangents collection and check_type raises, "
+        "before the bucket_size_in_mb <= 0 branch. Gone from 0.2.4.dev20250608, where thunder builds a joint "
+        "forward-backward trace by default (thunder/__init__.py delay_trace_split=True, thunder PR #2102): the pass "
+        "then buckets nothing (thunder's test_ddp_grad_bucketing became a strict xfail); ddp.py itself is unchanged "
+        "through 0.2.6",
+        seen=("docs/results/cpu-ddp-transform-2024",),
+    ),
 )
 
 _SEEN_TYPES: dict[str, type[KnownDefectSeen]] = {
@@ -262,7 +304,7 @@ def markdown() -> str:
             entry.summary[0].upper() + entry.summary[1:] + ".",
             "",
             f"- checks: {', '.join(f'`{c}`' for c in entry.checks)}; executors: {', '.join(entry.executors)}",
-            f"- thunder `{entry.thunder}`, TransformerEngine `{entry.te}`",
+            f"- thunder `{entry.thunder}`, TransformerEngine {entry.te_range()}",
             f"- signature: `{entry.failure.__name__}` where {entry.signature}",
             f"- cause: {entry.cause}",
             f"- seen: {', '.join(f'`{path}`' for path in entry.seen)}",
