@@ -6,7 +6,8 @@ On 2 gloo ranks on the CPU, for each variant (input requiring grad or not, GELU 
 thunder's default bucketing or ``bucket_size_in_mb=0``, the legacy TE executor in the list or thunder's
 default executors), it runs teparity's ``ddp_transform_run`` on thunder and on torch DDP and prints one
 JSON line: the installed thunder, the variant, and either the error thunder raised or the largest
-difference from torch DDP. Put another thunder build first on PYTHONPATH to probe it.
+difference from torch DDP and the distributed symbols of thunder's backward trace (bucketing shows as
+``torch_pack_prim_impl`` and friends). Put another thunder build first on PYTHONPATH to probe it.
 
 usage: python3 scripts/ddp_transform_probe.py [--quick]   (--quick: the gate check's variant only)
 """
@@ -54,7 +55,8 @@ def probe(spec: DdpTransformSpec) -> dict:
                 "error": f"{error.type}: {error.message[:240]}", "innermost_functions": inner[-4:]}
     reference = run_ranks(ddp_transform_run, dataclasses.replace(spec, side="torch"), world_size=2, backend="gloo",
                           timeout=300)
-    return {**line, "outcome": "ran", "max_abs_difference_from_torch_ddp": _max_difference(thunder, reference)}
+    return {**line, "outcome": "ran", "max_abs_difference_from_torch_ddp": _max_difference(thunder, reference),
+            "backward_collectives": sorted(set(thunder[0].backward_collectives))}
 
 
 def main() -> None:

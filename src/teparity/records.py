@@ -154,3 +154,6 @@ class DdpTransformRun:
     input_grads: tuple[Any, ...] = ()
     param_grads: tuple[dict[str, Any], ...] = ()
     error: RankError | None = None
+    #: Thunder side: the distributed symbols of the last backward execution trace, in order
+    #: (``torch_*_prim_impl``: all-reduce, wait, and with gradient bucketing pack, unpack, bucket views).
+    backward_collectives: tuple[str, ...] = ()

@@ -10,6 +10,7 @@ gradient that is not all-reduced, or not averaged.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from typing import Any
 
@@ -54,4 +55,6 @@ def test_ddp_transform_matches_torch_ddp(
     compare_ddp_runs(reference, thunder, FP32_AGAINST_TORCH, result=result)
     if result.differences:
         pytest.fail(result.message(f"thunder's DDP transform vs torch DDP; {ctx}"), pytrace=False)
-    evidence(f"{world_size} ranks x {spec.steps} steps, input requires grad: {result.summary()}")
+    collectives = collections.Counter(name.removeprefix("torch_").removesuffix("_prim_impl") for name in thunder[0].backward_collectives)
+    evidence(f"{world_size} ranks x {spec.steps} steps, input requires grad: {result.summary()}; rank 0's backward "
+             f"collectives: {dict(sorted(collectives.items()))}")

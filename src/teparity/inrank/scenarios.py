@@ -106,6 +106,7 @@ def ddp_transform_run(rank: int, world_size: int, spec: DdpTransformSpec) -> Ddp
     """``spec.steps`` SGD steps of ``plain_mlp`` under thunder's DDP transform or torch DDP, with
     rank-dependent inputs. The thunder side returns its exception instead of raising: the 2024 transform
     raises at trace construction, on every rank alike, before any collective (docs/facts.md)."""
+    import thunder
     import torch
 
     from teparity.inrank.models import plain_mlp
@@ -121,9 +122,12 @@ def ddp_transform_run(rank: int, world_size: int, spec: DdpTransformSpec) -> Ddp
     syncs = record_fp8_syncs(executor_module(info)) if info else contextlib.nullcontext()
     try:
         with syncs:
-            return _ddp_steps(rank, spec, jitted, parameters)
+            run = _ddp_steps(rank, spec, jitted, parameters)
     except Exception as error:
         return DdpTransformRun(error=RankError.of(error))
+    names = [bsym.sym.name for bsym in thunder.last_backward_traces(jitted)[-1].bound_symbols]
+    collectives = tuple(n for n in names if n.startswith("torch_") and n.endswith("_prim_impl"))
+    return dataclasses.replace(run, backward_collectives=collectives)
 
 
 def _ddp_steps(rank: int, spec: DdpTransformSpec, model: Any, parameters: dict[str, Any]) -> DdpTransformRun:
