@@ -258,8 +258,8 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "walk up its producers' first arguments reaches the backward's C0/cotangents collection and check_type raises, "
         "before the bucket_size_in_mb <= 0 branch. Gone from 0.2.4.dev20250608, where thunder builds a joint "
         "forward-backward trace by default (thunder/__init__.py delay_trace_split=True, thunder PR #2102): the pass "
-        "then buckets nothing (thunder's test_ddp_grad_bucketing became a strict xfail); ddp.py itself is unchanged "
-        "through 0.2.6",
+        "then buckets nothing (thunder's test_ddp_grad_bucketing became a strict xfail); the walk in ddp.py is "
+        "unchanged through 0.2.6",
         seen=("docs/results/cpu-ddp-transform-2024",),
     ),
 )
