@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -24,6 +25,7 @@ from teparity.judge.parity import (
     assert_parity,
     case_errors,
     compare_sides,
+    left_out,
     steps_compared_with_eager,
 )
 from teparity.judge.traces import (
@@ -33,6 +35,7 @@ from teparity.judge.traces import (
     check_te_claims,
 )
 from teparity.records import Case, CaseRun, PairSpec, StepRecord, fp8_groups
+from teparity.stack.versions import Versions
 
 
 def _state(scale: float = 448.0, history: tuple[float, ...] = (0.0, 1.5, 2.0)) -> dict:
@@ -92,6 +95,16 @@ def test_input_gradients_are_compared_where_the_inputs_required_grad_on_both_sid
     neither = Comparison()
     compare_numerics(copy.deepcopy(without), without, tol, rank=0, result=neither)
     assert neither.differences == [] and neither.compared == _tensors_compared(_run()) - 2
+
+
+def test_a_ddp_pair_on_a_build_whose_transform_rejects_an_input_grad_says_what_it_left_out() -> None:
+    """The ddp tier's messages and evidence carry this (``judge.parity.context`` and its evidence lines)."""
+    old = SimpleNamespace(versions=Versions(torch="2.4.1", thunder="0.2.0.dev20240728", transformer_engine="1.8.0"))
+    ddp = dataclasses.replace(SPEC, ddp=True)
+    said = left_out(old, ddp)
+    assert said.startswith("; input gradients not compared: lightning-thunder 0.2.0.dev20240728's DDP transform raises"), said
+    assert left_out(old, SPEC) == ""
+    assert left_out(SimpleNamespace(versions=dataclasses.replace(old.versions, thunder="0.2.6")), ddp) == ""
 
 
 def _tensors_compared(run: CaseRun) -> int:
