@@ -6,6 +6,7 @@ The judges (``teparity.judge``) read these without importing the rank code (``te
 from __future__ import annotations
 
 import dataclasses
+import traceback
 from typing import Any, Literal
 
 from teparity.judge.traces import TraceSummary
@@ -61,6 +62,7 @@ class PairSpec:
 @dataclasses.dataclass
 class StepRecord:
     outputs: list[Any]
+    #: Per micro-batch; None where the input did not require grad (``versions.ddp_input_grad_reason``).
     input_grads: list[Any]
     param_grads: dict[str, Any]
     fp8_state: Snapshot
@@ -121,3 +123,37 @@ class Pair:
             self, spec=dataclasses.replace(self.spec, steps=steps),
             eager=cut(self.eager), thunder=cut(self.thunder), eager_fused=cut(self.eager_fused),
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class RankError:
+    """An exception a rank caught, as plain data: its type, message and the functions of its traceback."""
+
+    type: str
+    message: str
+    functions: tuple[str, ...]
+    traceback: str
+
+    @classmethod
+    def of(cls, error: BaseException) -> RankError:
+        kind = type(error)
+        return cls(
+            type=f"{kind.__module__}.{kind.__qualname__}",
+            message=str(error),
+            functions=tuple(frame.name for frame in traceback.extract_tb(error.__traceback__)),
+            traceback="".join(traceback.format_exception(error)),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class DdpTransformRun:
+    """Per step: the output, the input gradient (None when the input does not require grad) and the
+    all-reduced parameter gradients, on the CPU; or the error the thunder side raised."""
+
+    outputs: tuple[Any, ...] = ()
+    input_grads: tuple[Any, ...] = ()
+    param_grads: tuple[dict[str, Any], ...] = ()
+    error: RankError | None = None
+    #: Thunder side: the distributed symbols of the last backward execution trace, in order
+    #: (``torch_*_prim_impl``: all-reduce, wait, and with gradient bucketing pack, unpack, bucket views).
+    backward_collectives: tuple[str, ...] = ()

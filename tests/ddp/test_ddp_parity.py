@@ -15,6 +15,7 @@ from teparity.judge.parity import (
     compare_sides,
     compiled_entries,
     fused_update_deviation,
+    left_out,
     steps_compared_with_eager,
     sync_counts,
 )
@@ -52,7 +53,8 @@ def _assert_ddp_parity(pair: Pair, parity: Pairs) -> None:
     shape = f"{len(spec.cases)} cases x {spec.steps} steps x {spec.micro_batches} micro-batch(es)"
     if (compared := steps_compared_with_eager(spec, world_size)) < spec.steps:
         shape += f", compared with eager TE at the first {compared} step(s) (3+ ranks sum gradients in another order)"
-    parity.evidence(f"{world_size} ranks ({pair.backend}), {shape}: {result.summary()}{fused_update_deviation(pair)}")
+    parity.evidence(f"{world_size} ranks ({pair.backend}), {shape}: {result.summary()}{left_out(parity.env, spec)}"
+                    f"{fused_update_deviation(pair)}")
 
 
 def _ddp_spec(executor: str, recipe_id: str = "delayed") -> PairSpec:
@@ -121,4 +123,4 @@ def test_amax_reduction_stays_in_the_fp8_group(executor: str, layout: str, parit
                            f"{world_size} ranks: {not world.differences}); {ctx}"),
             executor=executor, thunder_equal_across_world=not world.differences,
         )
-    parity.evidence(f"{world_size} ranks ({pair.backend}), fp8 groups {groups}: {result.summary()}")
+    parity.evidence(f"{world_size} ranks ({pair.backend}), fp8 groups {groups}: {result.summary()}{left_out(parity.env, spec)}")

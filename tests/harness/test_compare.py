@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -24,6 +25,7 @@ from teparity.judge.parity import (
     assert_parity,
     case_errors,
     compare_sides,
+    left_out,
     steps_compared_with_eager,
 )
 from teparity.judge.traces import (
@@ -33,6 +35,7 @@ from teparity.judge.traces import (
     check_te_claims,
 )
 from teparity.records import Case, CaseRun, PairSpec, StepRecord, fp8_groups
+from teparity.stack.versions import Versions
 
 
 def _state(scale: float = 448.0, history: tuple[float, ...] = (0.0, 1.5, 2.0)) -> dict:
@@ -77,6 +80,37 @@ def test_a_difference_beyond_te_tolerance_is_reported_with_where_and_rule() -> N
     assert result.differences
     assert "rank 1 case 32-64-16/bias/linear-only/in16x32/float32 step 0 micro 0 input grad" in result.differences[0]
     assert "rtol 0.125 atol 0.0625" in result.differences[0]
+
+
+def test_input_gradients_are_compared_where_the_inputs_required_grad_on_both_sides_only() -> None:
+    """A build whose DDP transform cannot take an input that requires grad runs both sides without one
+    (None); an input gradient on one side only is a difference, not a skipped comparison."""
+    without = _run()
+    for step in without.steps:
+        step.input_grads = [None]
+    tol = tolerances.for_recipe("delayed")
+    one_side = Comparison()
+    compare_numerics(_run(), without, tol, rank=0, result=one_side)
+    assert len(one_side.differences) == 2 and "micro 0: an input grad on the reference side only" in one_side.differences[0]
+    neither = Comparison()
+    compare_numerics(copy.deepcopy(without), without, tol, rank=0, result=neither)
+    assert neither.differences == [] and neither.compared == _tensors_compared(_run()) - 2
+
+
+def test_a_ddp_pair_on_a_build_whose_transform_rejects_an_input_grad_says_what_it_left_out() -> None:
+    """The ddp tier's messages and evidence carry this (``judge.parity.context`` and its evidence lines)."""
+    old = SimpleNamespace(versions=Versions(torch="2.4.1", thunder="0.2.0.dev20240728", transformer_engine="1.8.0"))
+    ddp = dataclasses.replace(SPEC, ddp=True)
+    said = left_out(old, ddp)
+    assert said.startswith("; input gradients not compared: lightning-thunder 0.2.0.dev20240728's DDP transform raises"), said
+    assert left_out(old, SPEC) == ""
+    assert left_out(SimpleNamespace(versions=dataclasses.replace(old.versions, thunder="0.2.6")), ddp) == ""
+
+
+def _tensors_compared(run: CaseRun) -> int:
+    result = Comparison()
+    compare_numerics(run, copy.deepcopy(run), tolerances.for_recipe("delayed"), rank=0, result=result)
+    return result.compared
 
 
 def test_an_all_zero_reference_is_not_a_pass() -> None:

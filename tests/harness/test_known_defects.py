@@ -20,6 +20,7 @@ from teparity.gate import known_defects
 from teparity.gate.report import ParityReport
 from teparity.judge.failures import (
     PartedFromEager,
+    RaisedOnTheRanks,
     ReducedOutsideTheGroup,
     SilentFallback,
 )
@@ -59,6 +60,20 @@ def _gemm(**changes: Any) -> PartedFromEager:
     evidence = dict(case_errors=[{"case": FP32_BIAS, "side": "thunder", "error": GEMM}], numeric_differences=0,
                     first_difference=None, cache_entries={0: {"c": 1}}, micro_batches=1, forwards_recorded={})
     return PartedFromEager("raised", **{**evidence, **changes})
+
+
+#: What thunder 0.2.0.dev20240728's DDP transform raised on each rank (docs/results/cpu-ddp-transform-2024/).
+BUCKETING_FUNCTIONS = ("ddp_transform_run", "_ddp_steps", "_wrapped_call_impl", "_call_impl", "forward", "fn_",
+                       "cache_info_wrapper", "get_computation_and_inputs", "split_forward_backward",
+                       "transform_for_execution", "apply_bucketing_to_grad_allreduce", "optimize_allreduce_in_ddp_backward",
+                       *("get_bsym_of_allreduce_of_grad",) * 5, "check_type", "check")
+COLLECTION = ("<CollectionProxy(name=\"C0\")> had an unexpected type <class 'thunder.core.proxies.CollectionProxy'>. "
+              "Supported types are (<class 'thunder.core.proxies.TensorProxy'>, <class 'thunder.core.proxies.FutureTensorProxy'>)")
+
+
+def _raised(ranks: int = 2, world_size: int = 2, **changes: Any) -> RaisedOnTheRanks:
+    error = {"type": "builtins.ValueError", "message": COLLECTION, "functions": BUCKETING_FUNCTIONS, **changes}
+    return RaisedOnTheRanks("raised", world_size=world_size, errors=[{"rank": r, **error} for r in range(ranks)])
 
 
 #: entry id -> (the defect's own failure, its environment, look-alikes that must NOT match it).
@@ -103,6 +118,21 @@ SIGNATURES: dict[str, tuple[BaseException, Environment, list[tuple[str, BaseExce
         [
             ("ranks differ", ReducedOutsideTheGroup("d", executor="legacy", thunder_equal_across_world=False), _env()),
             ("executor honours the group", ReducedOutsideTheGroup("d", executor="legacy", thunder_equal_across_world=True), _env(honors_group=True)),
+        ],
+    ),
+    "ddp-transform-rejects-input-grad": (
+        _raised(),
+        _env(),
+        [
+            ("one rank of two raised", _raised(ranks=1), _env()),
+            ("ddp(jit(model)) on a build before DDPTransform", _raised(
+                message="None had an unexpected type <class 'NoneType'>. Supported types are (<class 'torch.nn.Module'>,)",
+                functions=("ddp", "check_type", "check")), _env()),
+            ("the same message from the walk to the waits", _raised(
+                functions=("optimize_allreduce_in_ddp_backward", "get_bsym_of_wait", "check_type", "check")), _env()),
+            ("the same message elsewhere", _raised(functions=("elementwise_type_promotion", "check_type", "check")), _env()),
+            ("another exception type", _raised(type="builtins.RuntimeError"), _env()),
+            ("another message from the bucketing", _raised(message="bucket of 0 bytes"), _env()),
         ],
     ),
     "functional-fp8-group-ignored": (
@@ -221,6 +251,19 @@ def test_coverage_follows_check_executor_and_versions() -> None:
     assert not entry.holds_for("numerics[delayed]", "legacy", dataclasses.replace(on, transformer_engine="2.9.0"))
     assert not entry.holds_for("numerics[delayed]", "legacy", dataclasses.replace(on, transformer_engine=None))
     assert not entry.holds_for("numerics[delayed]", "legacy", dataclasses.replace(on, thunder="0.2.7.dev20251201"))
+
+
+def test_an_entry_that_needs_no_te_holds_without_te_and_within_its_te_range_only() -> None:
+    """A thunder defect that needs no TE covers a runner without TE (the CPU CI); with TE installed its TE
+    range still bounds it; an entry without ``without_te`` never holds without TE (above)."""
+    entry = known_defects.BY_ID["ddp-transform-rejects-input-grad"]
+    check = "ddp-transform-matches-torch-ddp"
+    no_te = Versions(torch="2.4.1", thunder="0.2.0.dev20240728", transformer_engine=None)
+    assert entry.without_te and entry.holds_for(check, "legacy", no_te)
+    assert entry.holds_for(check, "legacy", dataclasses.replace(no_te, transformer_engine="1.8.0"))
+    assert not entry.holds_for(check, "legacy", dataclasses.replace(no_te, transformer_engine="1.5.0"))
+    assert not entry.holds_for(check, "legacy", dataclasses.replace(no_te, thunder="0.2.4.dev20250608"))
+    assert not [e.id for e in known_defects.REGISTRY if e.id != entry.id and e.holds_for_versions(no_te)]
 
 
 # -- through the plugin: a real pytest -n 2 run with a registry entry that holds here ----------------

@@ -20,6 +20,13 @@ KILLS = {
     "sync-after-return": ((*PLACEMENT, *RUNS_ONCE), "comes after the return at index"),
     "sync-missing": ((*PLACEMENT, *RUNS_ONCE), "expected exactly one te_sync_fp8_meta_bwd, found 0"),
     "sync-duplicated": ((*PLACEMENT, *RUNS_ONCE), "expected exactly one te_sync_fp8_meta_bwd, found 2"),
+    "ddp-gradient-not-reduced": (("ddp-transform-matches-torch-ddp",), "step 0 grad of 2.bias: Tensor-likes are not close"),
+}
+#: The kill-matrix command's selection: the 1-process trace checks and the DDP-transform check.
+KILL_MATRIX_SELECTION = "not ddp or transform"
+#: The check that each mutant's kill-matrix row must name among its killers.
+FIRST_KILLER = {name: "bwd-sync-placement[1proc]/legacy" for name in KILLS} | {
+    "ddp-gradient-not-reduced": "ddp-transform-matches-torch-ddp/legacy"
 }
 
 pytestmark = [
@@ -66,10 +73,11 @@ def test_the_trace_tier_kills(mutation: str, tmp_path: Path, monkeypatch: pytest
 
 
 def test_the_kill_matrix_command_runs_clean_and_every_applicable_mutant(tmp_path: Path) -> None:
-    """The CLI end to end on the trace tier's 1-process checks (the DDP ones are covered above)."""
+    """The CLI end to end on the trace tier's 1-process checks and the DDP-transform check (the other DDP
+    ones are covered above)."""
     completed = subprocess.run(
         [sys.executable, "-m", "teparity", "kill-matrix", "tests/trace", "--workdir", str(tmp_path), "--jobs", "2",
-         "--pytest-args", "-p no:xdist -k 'not ddp'"],
+         "--pytest-args", f"-p no:xdist -k '{KILL_MATRIX_SELECTION}'"],
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
@@ -77,7 +85,7 @@ def test_the_kill_matrix_command_runs_clean_and_every_applicable_mutant(tmp_path
     assert lines[1].startswith("(clean run)") and " pass " in lines[1]
     rows = {line.split()[0]: line for line in lines[2:] if line and not line.startswith("reports:")}
     for name in KILLS:
-        assert " killed " in rows[name] and "bwd-sync-placement[1proc]/legacy" in rows[name], rows[name]
+        assert " killed " in rows[name] and FIRST_KILLER[name] in rows[name], rows[name]
     for name in GPU_ONLY:
         assert " n/a " in rows[name] or " killed " in rows[name], rows[name]
 

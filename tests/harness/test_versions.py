@@ -266,3 +266,23 @@ def test_a_backward_sync_inserted_only_behind_a_te_version_flag_that_is_off_skip
                       "TE_VERSION_1_6_PLUS, which is false here (TransformerEngine absent); without it, it reorders the TE "
                       "linears instead")
     assert _env().backward_sync_reason() is None
+
+
+@pytest.mark.parametrize(
+    ("thunder", "rejects"),
+    [
+        ("0.2.0.dev20240404", True), ("0.2.0.dev20240728", True), ("0.2.0.dev20241201", True), ("0.2.1", True),
+        ("0.2.3", True), ("0.2.4.dev20250601", True),  # the last build that raises
+        ("0.2.4.dev20250608", False),  # the first that runs (docs/results/cpu-ddp-transform-2024/bisect.jsonl)
+        ("0.2.4", False), ("0.2.6", False), ("0.2.7.dev20260201", False), (None, False),
+    ],
+)
+def test_a_ddp_transform_that_rejects_an_input_requiring_grad_is_named(thunder: str | None, rejects: bool) -> None:
+    """The bisected boundary: before it the ddp tier's inputs do not require grad, and the reason says so."""
+    from teparity.stack.versions import ddp_input_grad_reason
+
+    said = ddp_input_grad_reason(thunder)
+    assert (said is not None) == rejects, said
+    if rejects:
+        assert f"lightning-thunder {thunder}'s DDP transform raises on an input that requires grad" in said
+        assert "input gradients are not compared" in said

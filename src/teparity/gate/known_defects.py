@@ -32,6 +32,7 @@ from packaging.specifiers import SpecifierSet
 from teparity.judge.failures import (
     GateFailure,
     PartedFromEager,
+    RaisedOnTheRanks,
     ReducedOutsideTheGroup,
     SilentFallback,
 )
@@ -80,6 +81,9 @@ class KnownDefect:
     seen: tuple[str, ...]
     #: The bounds that a bisect placed, each with its log (the others stop where the runs stopped).
     bounds: tuple[BisectedBound, ...] = ()
+    #: A thunder defect that needs no TE: it holds where TE is absent too (``te`` still bounds it where
+    #: TE is installed).
+    without_te: bool = False
 
     def holds_for(self, check: str, executor: str | None, versions: Versions) -> bool:
         """Whether a test of ``check`` and ``executor`` on these versions is covered by this entry."""
@@ -90,14 +94,22 @@ class KnownDefect:
         return executor in self.executors and check.split("[", 1)[0] in self.checks
 
     def holds_for_versions(self, versions: Versions) -> bool:
-        return _within(versions.thunder, self.thunder) and _within(versions.transformer_engine, self.te)
+        return _within(versions.thunder, self.thunder) and self._holds_for_te(versions.transformer_engine)
+
+    def _holds_for_te(self, te: str | None) -> bool:
+        return _within(te, self.te) or (self.without_te and te is None)
+
+    def te_range(self) -> str:
+        """The TE versions in words: the range, and whether it holds without TE."""
+        return f"`{self.te}`" + (", or none installed" if self.without_te else "")
 
     def excluded(self, versions: Versions) -> list[str]:
         """Which of this entry's ranges leave these versions out, in words (empty when both hold)."""
         said = []
-        for name, version, specifier in (("thunder", versions.thunder, self.thunder), ("TE", versions.transformer_engine, self.te)):
-            if not _within(version, specifier):
-                said.append(f"{name} {version or 'absent'} not in `{specifier}`{_before_release(version, specifier)}")
+        if not _within(thunder := versions.thunder, self.thunder):
+            said.append(f"thunder {thunder or 'absent'} not in `{self.thunder}`{_before_release(thunder, self.thunder)}")
+        if not self._holds_for_te(te := versions.transformer_engine):
+            said.append(f"TE {te or 'absent'} not in {self.te_range()}{_before_release(te, self.te)}")
         return said
 
     def reason(self) -> str:
@@ -169,6 +181,16 @@ def _group_ignored(evidence: dict[str, Any], env: Environment) -> bool:
     return evidence["thunder_equal_across_world"] and not env.executors[evidence["executor"]].honors_fp8_group
 
 
+def _no_allreduce_behind_input_grad(evidence: dict[str, Any], env: Environment) -> bool:
+    errors = evidence["errors"]
+    return len(errors) == evidence["world_size"] and all(
+        e["type"] == "builtins.ValueError"
+        and "CollectionProxy" in e["message"] and "had an unexpected type" in e["message"]
+        and {"optimize_allreduce_in_ddp_backward", "get_bsym_of_allreduce_of_grad"} <= set(e["functions"])
+        for e in errors
+    )
+
+
 #: Every gate check that needs TE to run a linear (a harness test keeps it in step with the tiers).
 _TE_RUNS = ("te-claims-every-linear", "te-trace-invariants", "numerics", "numerics-fp32-bias", "ddp", "ddp-first-step",
             "ddp-grad-accumulation", "ddp-fp8-group-per-rank", "ddp-fp8-group-subgroups-of-2")
@@ -198,8 +220,8 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "so the synced micro-batch does not see the amaxes of the ones before it",
         executors=("legacy", "functional"),
         checks=("ddp-grad-accumulation",),
-        thunder=">=0.2.6,<0.2.8",
-        te=">=2.9,<2.21",
+        thunder=">=0.2.0.dev20240609,<0.2.8",
+        te=">=1.6,<2.21",
         failure=PartedFromEager,
         matches=_fp8_state_per_cache_entry,
         signature="no case raised, thunder compiled one cache entry per micro-batch on every rank, step 0's "
@@ -209,7 +231,9 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "(cache_info['no_grad_sync']), so the no-sync micro-batch compiles its own cache entry; each entry builds "
         "its own TE state (legacy: a new TELinear per linear, transformer_engine_v1ex.py; functional: new "
         "get_te_fp8_state recipe states, transformer_engineex_impl.py), where eager TE's micro-batches share "
-        "one module's fp8_meta",
+        "one module's fp8_meta. Run on 0.2.6 and 0.2.7 dev builds with TE 2.9-2.20; below that the range is "
+        "read, not run: the same cache_info['no_grad_sync'] and TELinear per cache entry are in every build "
+        "from 0.2.0.dev20240609 (TE 1.6+ accepted) to 0.2.6",
         seen=(_MATRIX_RUN, "docs/results/h200-te2.9.0-thunder0.2.6", "docs/results/h200-te2.12.0"),
     ),
     KnownDefect(
@@ -237,12 +261,14 @@ REGISTRY: tuple[KnownDefect, ...] = (
         executors=("legacy",),
         checks=_FP8_GROUPS,
         thunder=">=0.2.0.dev0,<0.2.7",
-        te=">=2.9,<2.21",
+        te=">=1.6,<2.21",
         failure=ReducedOutsideTheGroup,
         matches=_group_ignored,
         signature="thunder's FP8 state is identical on every rank (reduced over the world) where eager TE's "
         "differs between fp8 groups, and the executor's autocast wrapper names no fp8_group",
-        cause="thunder/executors/transformer_engine_v1ex.py TE_CTX_STR: fp8_autocast(fp8_recipe=...) with no fp8_group",
+        cause="thunder/executors/transformer_engine_v1ex.py TE_CTX_STR: fp8_autocast(fp8_recipe=...) with no fp8_group. "
+        "Run with TE 2.9-2.20; TE 1.6-1.8 is read, not run: the same TE_CTX_STR (transformer_engineex.py before "
+        "0.2.6) is in every build from 0.2.0.dev20240609 to 0.2.6, and it passes no group whatever the TE",
         seen=(_MATRIX_RUN, "docs/results/h200-te2.9.0-thunder0.2.6", "docs/results/h200-x2-te2.9.0-thunder0.2.6",
               "docs/results/h200-x4-te2.9.0-thunder0.2.6"),
     ),
@@ -262,6 +288,29 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "state.amax_history over _get_default_group() (since thunder PR #2404, 0.2.5)",
         seen=(_MATRIX_RUN, "docs/results/h200-te2.9.0-thunder0.2.6", "docs/results/h200-te2.12.0",
               "docs/results/h200-x2-te2.9.0-thunder0.2.6", "docs/results/h200-x4-te2.9.0-thunder0.2.6"),
+    ),
+    KnownDefect(
+        id="ddp-transform-rejects-input-grad",
+        summary="thunder's DDP transform raises on an input that requires grad: its gradient bucketing looks "
+        "for an all-reduce behind the input's gradient too",
+        executors=("legacy",),
+        checks=("ddp-transform-matches-torch-ddp",),
+        thunder=">=0.2.0.dev20240404,<0.2.4.dev20250608",
+        te=">=1.6",
+        without_te=True,
+        failure=RaisedOnTheRanks,
+        matches=_no_allreduce_behind_input_grad,
+        signature="every rank raised ValueError '<CollectionProxy(...)> had an unexpected type' from "
+        "get_bsym_of_allreduce_of_grad, called by optimize_allreduce_in_ddp_backward",
+        cause="thunder/distributed/transforms/ddp.py optimize_allreduce_in_ddp_backward (called by "
+        "torch_autograd.split_forward_backward, from mid-2024 by apply_bucketing_to_grad_allreduce) calls get_bsym_of_allreduce_of_grad on every "
+        "tensor the backward trace returns, the input's gradient too; that one has no all-reduce behind it, so the "
+        "walk up its producers' first arguments reaches the backward's C0/cotangents collection and check_type raises, "
+        "before the bucket_size_in_mb <= 0 branch. Gone from 0.2.4.dev20250608, where thunder builds a joint "
+        "forward-backward trace by default (thunder/__init__.py delay_trace_split=True, thunder PR #2102): the pass "
+        "then buckets nothing (thunder's test_ddp_grad_bucketing became a strict xfail); the walk in ddp.py is "
+        "unchanged through 0.2.6",
+        seen=("docs/results/cpu-ddp-transform-2024", "docs/results/h200-te1.8.0-thunder0.2.0.dev20240728"),
     ),
 )
 
@@ -325,7 +374,7 @@ def markdown() -> str:
             entry.summary[0].upper() + entry.summary[1:] + ".",
             "",
             f"- checks: {', '.join(f'`{c}`' for c in entry.checks)}; executors: {', '.join(entry.executors)}",
-            f"- thunder `{entry.thunder}`, TransformerEngine `{entry.te}`",
+            f"- thunder `{entry.thunder}`, TransformerEngine {entry.te_range()}",
             f"- signature: `{entry.failure.__name__}` where {entry.signature}",
             f"- cause: {entry.cause}",
             f"- seen: {', '.join(f'`{path}`' for path in entry.seen)}",

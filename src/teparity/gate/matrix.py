@@ -29,11 +29,12 @@ CHECK_GROUPS: dict[str, str] = {
     "ddp-grad-accumulation": "grad accumulation",
     "ddp-fp8-group-per-rank": "fp8 groups",
     "ddp-fp8-group-subgroups-of-2": "fp8 groups",
+    "ddp-transform-matches-torch-ddp": "ddp transform",
 }
 FOOTNOTE_CHARS = 400
-#: Groups whose checks read traces only (the legacy sync symbol's place and count): they pass with no
-#: linear run by TE, so they never show that an executor works.
-TRACE_ONLY_GROUPS = frozenset({"backward sync"})
+#: Groups whose checks pass with no linear run by TE (the legacy sync symbol's place and count; thunder's
+#: DDP transform on the CPU), so they never show that an executor works.
+TRACE_ONLY_GROUPS = frozenset({"backward sync", "ddp transform"})
 
 def group_of(check: str) -> str:
     base = check.split("[", 1)[0]

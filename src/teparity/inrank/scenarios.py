@@ -7,12 +7,15 @@ another waits in a collective is a hang).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from teparity.inrank.syncspy import record_fp8_syncs
 from teparity.judge.traces import TraceSummary, summarize
+from teparity.records import DdpTransformRun, RankError
 from teparity.stack.versions import (
+    ExecutorKind,
     executor_module,
     find_te_executors,
     jit_ddp,
@@ -80,3 +83,68 @@ def legacy_ddp_with_sync_skipped_on_last_rank(rank: int, world_size: int, spec: 
         mutations.apply(["sync-missing"])
     run_thunder(rank, world_size, spec)
     dist.barrier()
+
+
+@dataclasses.dataclass(frozen=True)
+class DdpTransformSpec:
+    """thunder's DDP transform (``side="thunder"``, with ``executor`` in the list, or thunder's default
+    executors when None) or torch DDP (``side="torch"``) on the CPU, fp32."""
+
+    side: str = "thunder"
+    executor: ExecutorKind | None = "legacy"
+    steps: int = 2
+    batch: int = 16
+    sizes: tuple[int, ...] = (32, 64, 16)
+    activation: str | None = "gelu"
+    input_requires_grad: bool = True
+    #: ``ddp(bucket_size_in_mb=...)``; None is thunder's default (25).
+    bucket_size_in_mb: float | None = None
+    lr: float = 0.05
+
+
+def ddp_transform_run(rank: int, world_size: int, spec: DdpTransformSpec) -> DdpTransformRun:
+    """``spec.steps`` SGD steps of ``plain_mlp`` under thunder's DDP transform or torch DDP, with
+    rank-dependent inputs. The thunder side returns its exception instead of raising: the 2024 transform
+    raises at trace construction, on every rank alike, before any collective (docs/facts.md)."""
+    import thunder
+    import torch
+
+    from teparity.inrank.models import plain_mlp
+
+    model = plain_mlp(spec.sizes, seed=0, activation=spec.activation)
+    if spec.side == "torch":
+        return _ddp_steps(rank, spec, torch.nn.parallel.DistributedDataParallel(model), dict(model.named_parameters()))
+    info = find_te_executors()[spec.executor] if spec.executor else None
+    options = jit_options(info) if info else {}
+    bucket = {} if spec.bucket_size_in_mb is None else {"bucket_size_in_mb": spec.bucket_size_in_mb}
+    jitted = jit_ddp(model, options, **bucket)
+    parameters = {name: jitted.get_parameter(name) for name, _ in model.named_parameters()}
+    syncs = record_fp8_syncs(executor_module(info)) if info else contextlib.nullcontext()
+    try:
+        with syncs:
+            run = _ddp_steps(rank, spec, jitted, parameters)
+    except Exception as error:
+        return DdpTransformRun(error=RankError.of(error))
+    names = [bsym.sym.name for bsym in thunder.last_backward_traces(jitted)[-1].bound_symbols]
+    collectives = tuple(n for n in names if n.startswith("torch_") and n.endswith("_prim_impl"))
+    return dataclasses.replace(run, backward_collectives=collectives)
+
+
+def _ddp_steps(rank: int, spec: DdpTransformSpec, model: Any, parameters: dict[str, Any]) -> DdpTransformRun:
+    import torch
+
+    from teparity.inrank.models import seeded_input
+
+    optimizer = torch.optim.SGD(list(parameters.values()), lr=spec.lr)
+    outputs, input_grads, param_grads = [], [], []
+    for step in range(spec.steps):
+        x = seeded_input((spec.batch, spec.sizes[0]), test_seed=2, step=step, rank=rank, device="cpu", dtype=torch.float32)
+        x.requires_grad_(spec.input_requires_grad)
+        y = model(x)
+        y.backward(seeded_input(tuple(y.shape), test_seed=3, step=step, rank=rank, device="cpu", dtype=torch.float32))
+        outputs.append(y.detach().clone())
+        input_grads.append(None if x.grad is None else x.grad.detach().clone())
+        param_grads.append({name: p.grad.detach().clone() for name, p in parameters.items() if p.grad is not None})
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return DdpTransformRun(tuple(outputs), tuple(input_grads), tuple(param_grads))

@@ -34,8 +34,10 @@ from teparity.records import (
 from teparity.stack import recipes
 from teparity.stack.versions import (
     ExecutorInfo,
+    ddp_input_grad_reason,
     executor_module,
     find_te_executors,
+    installed_version,
     jit_ddp,
     jit_options,
     te_autocast,
@@ -48,14 +50,14 @@ def _dtype(name: str) -> Any:
     return getattr(torch, name)
 
 
-def _input(case: Case, *, step: int, micro: int, rank: int, device: str) -> Any:
+def _input(case: Case, *, step: int, micro: int, rank: int, device: str, requires_grad: bool) -> Any:
     from teparity.inrank.models import seeded_input
 
     x = seeded_input(
         (*case.lead_shape, case.sizes[0]), test_seed=case.seed * 1000 + micro, step=step, rank=rank,
         device=device, dtype=_dtype(case.dtype),
     )
-    return x.requires_grad_(True)
+    return x.requires_grad_(requires_grad)
 
 
 def _grad_output(case: Case, *, step: int, micro: int, rank: int, device: str) -> Any:
@@ -163,6 +165,8 @@ def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -
         no_sync = _thunder_no_sync if spec.ddp else contextlib.nullcontext
 
     optimizer = torch.optim.SGD(list(parameters.values()), lr=spec.lr)
+    # Both sides alike: where thunder's DDP transform cannot take it, no input requires grad.
+    input_grad = not (spec.ddp and ddp_input_grad_reason(installed_version("lightning-thunder")))
     steps = run.steps
     with record_fp8_syncs(None) as syncs:
         for step in range(spec.steps):
@@ -170,13 +174,13 @@ def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -
             outputs, input_grads = [], []
             for micro in range(spec.micro_batches):
                 last = micro == spec.micro_batches - 1
-                x = _input(case, step=step, micro=micro, rank=rank, device=device)
+                x = _input(case, step=step, micro=micro, rank=rank, device=device, requires_grad=input_grad)
                 with contextlib.nullcontext() if last else no_sync():
                     with autocast():
                         y = model(x)
                     y.backward(_grad_output(case, step=step, micro=micro, rank=rank, device=device))
                 outputs.append(y.detach().float().cpu())
-                input_grads.append(x.grad.detach().float().cpu())
+                input_grads.append(None if x.grad is None else x.grad.detach().float().cpu())
             torch.cuda.synchronize()
             grads = {n: p.grad.detach().float().cpu().clone() for n, p in parameters.items() if p.grad is not None}
             if side == "eager":

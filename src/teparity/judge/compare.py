@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import torch
 
 from teparity.judge.tolerances import Tolerance
-from teparity.records import CaseRun, Snapshot
+from teparity.records import CaseRun, DdpTransformRun, Snapshot
 
 MAX_LISTED = 12
 
@@ -84,6 +84,17 @@ def _close(
         result.differ(str(error), at)
 
 
+def _input_grads(
+    result: Comparison, where: str, quantity: str, expected: torch.Tensor | None, actual: torch.Tensor | None,
+    tol: Tolerance, *, at: tuple[int, int | None],
+) -> None:
+    """Input gradients, where the input required grad (None: it did not); one side only is a difference."""
+    if (expected is None) != (actual is None):
+        result.differ(f"{where}: an input grad on the {'reference' if actual is None else 'thunder'} side only", at)
+    elif expected is not None:
+        _close(result, f"{where} input grad", quantity, expected, actual, tol, at=at)
+
+
 def compare_numerics(eager: CaseRun, thunder: CaseRun, tol: Tolerance, *, rank: int, result: Comparison) -> None:
     """Outputs, input gradients and parameter gradients of every step and micro-batch."""
     for step, (e, t) in enumerate(zip(eager.steps, thunder.steps, strict=True)):
@@ -91,12 +102,31 @@ def compare_numerics(eager: CaseRun, thunder: CaseRun, tol: Tolerance, *, rank: 
         for micro, (ey, ty) in enumerate(zip(e.outputs, t.outputs, strict=True)):
             _close(result, f"{prefix} micro {micro} output", f"output@step{step}", ey, ty, tol, at=(step, micro))
         for micro, (eg, tg) in enumerate(zip(e.input_grads, t.input_grads, strict=True)):
-            _close(result, f"{prefix} micro {micro} input grad", f"grad@step{step}", eg, tg, tol, at=(step, micro))
+            _input_grads(result, f"{prefix} micro {micro}", f"grad@step{step}", eg, tg, tol, at=(step, micro))
         if sorted(e.param_grads) != sorted(t.param_grads):
             result.differ(f"{prefix}: gradients for {sorted(e.param_grads)} vs thunder {sorted(t.param_grads)}", (step, None))
         for name in sorted(set(e.param_grads) & set(t.param_grads)):
             _close(result, f"{prefix} grad of {name}", f"grad@step{step}", e.param_grads[name], t.param_grads[name], tol,
                    at=(step, None))
+
+
+def compare_ddp_runs(
+    expected_by_rank: Sequence[DdpTransformRun], actual_by_rank: Sequence[DdpTransformRun], tol: Tolerance,
+    *, result: Comparison,
+) -> None:
+    """Outputs, input gradients and all-reduced parameter gradients of every rank and step; an input
+    gradient on one side only is a difference."""
+    for rank, (expected, actual) in enumerate(zip(expected_by_rank, actual_by_rank, strict=True)):
+        for step, (ey, ay) in enumerate(zip(expected.outputs, actual.outputs, strict=True)):
+            prefix = f"rank {rank} step {step}"
+            _close(result, f"{prefix} output", f"output@step{step}", ey, ay, tol, at=(step, 0))
+            eg, ag = expected.input_grads[step], actual.input_grads[step]
+            _input_grads(result, prefix, f"grad@step{step}", eg, ag, tol, at=(step, 0))
+            e, a = expected.param_grads[step], actual.param_grads[step]
+            if sorted(e) != sorted(a):
+                result.differ(f"{prefix}: gradients for {sorted(e)} vs thunder {sorted(a)}", (step, None))
+            for name in sorted(set(e) & set(a)):
+                _close(result, f"{prefix} grad of {name}", f"grad@step{step}", e[name], a[name], tol, at=(step, None))
 
 
 def compare_state(

@@ -36,3 +36,9 @@ class PartedFromEager(GateFailure):
 class ReducedOutsideTheGroup(GateFailure):
     """Under fp8 groups smaller than the world, thunder's FP8 state differs from eager TE's. Evidence:
     ``thunder_equal_across_world`` (every rank's thunder FP8 state identical: reduced over the world)."""
+
+
+class RaisedOnTheRanks(GateFailure):
+    """thunder raised on the ranks instead of running. Evidence: ``world_size`` and ``errors``, one per
+    rank that raised: ``{"rank": int, "type": the exception's qualified type, "message": str,
+    "functions": its traceback's function names, outermost first}``."""

@@ -32,6 +32,7 @@ from teparity.judge.traces import (
     violations_message,
 )
 from teparity.records import CaseRun, Pair, PairSpec, ScaleUpdate, Snapshot, fp8_groups
+from teparity.stack.versions import ddp_input_grad_reason
 
 
 def reference_update(executor: str) -> ScaleUpdate:
@@ -165,6 +166,14 @@ def compiled_entries(runs_by_rank: list[list[CaseRun]]) -> dict[int, dict[str, i
     return {rank: {run.case.label(): run.cache_entries for run in runs} for rank, runs in enumerate(runs_by_rank)}
 
 
+def left_out(env: Any, spec: PairSpec) -> str:
+    """What this build's DDP transform keeps out of the comparison, and why ("" when nothing): the
+    ranks' inputs do not require grad where it cannot take one (``versions.ddp_input_grad_reason``,
+    which the ranks follow too)."""
+    reason = ddp_input_grad_reason(env.versions.thunder) if spec.ddp else None
+    return f"; input gradients not compared: {reason}" if reason else ""
+
+
 def context(env: Any, pair: Pair) -> str:
     """The configuration a verdict is about, for its message."""
     spec = pair.spec
@@ -173,6 +182,7 @@ def context(env: Any, pair: Pair) -> str:
         f"{env.versions.describe()}; executor {env.executors[spec.executor].label()}; recipe {spec.recipe_id}; "
         f"world size {pair.world_size}, backend {pair.backend}, fp8 groups {groups}, "
         f"{spec.steps} steps x {spec.micro_batches} micro-batch(es); eager TE on its {pair.scale_update} scale update"
+        f"{left_out(env, spec)}"
     )
 
 

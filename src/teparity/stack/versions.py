@@ -64,8 +64,33 @@ _WHY_ABSENT = {
 
 FP8_MIN_CAPABILITY = (8, 9)
 #: thunder PR #873 ("DDP as a transform", 2024-08-04) made ``ddp(jit(model))`` the form; builds before it
-#: only take ``jit(ddp(model))`` (``ddp(jit(...))`` fails there with "None had an unexpected type").
-DDP_OF_JITTED_SINCE = Version("0.2.0.dev20240804")
+#: only take ``jit(ddp(model))`` (``ddp(jit(...))`` fails there with "None had an unexpected type"). The
+#: first weekly build that takes it is 0.2.0.dev20240811: on dev20240804 ``ddp(jit(model))`` still fails
+#: ("None had an unexpected type <class 'NoneType'>. Supported types are ProcessGroup") and
+#: ``jit(ddp(model))`` runs (seen on the CPU: docs/results/cpu-ddp-transform-2024/).
+DDP_OF_JITTED_SINCE = Version("0.2.0.dev20240811")
+#: The first build whose DDP transform takes an input that requires grad: the last that raises is
+#: 0.2.4.dev20250601 (bisected on the CPU, docs/results/cpu-ddp-transform-2024/bisect.jsonl).
+DDP_INPUT_GRAD_SINCE = Version("0.2.4.dev20250608")
+
+
+def ddp_input_grad_reason(thunder: str | None) -> str | None:
+    """Why thunder ``thunder``'s DDP transform cannot take an input that requires grad, or None.
+
+    Before ``DDP_INPUT_GRAD_SINCE`` its gradient bucketing (``thunder/distributed/transforms/ddp.py``,
+    ``optimize_allreduce_in_ddp_backward``) looks for an all-reduce behind every tensor the backward
+    returns, the input's gradient too, and raises ``ValueError: <CollectionProxy ...> had an unexpected
+    type`` in ``get_bsym_of_allreduce_of_grad``, whatever ``bucket_size_in_mb`` (docs/facts.md). There the
+    ddp tier's inputs do not require grad; the known defect ``ddp-transform-rejects-input-grad`` covers
+    the check that insists (``ddp-transform-matches-torch-ddp``).
+    """
+    version = parse_version(thunder or "")
+    if version is None or version >= DDP_INPUT_GRAD_SINCE:
+        return None
+    return (
+        f"lightning-thunder {thunder}'s DDP transform raises on an input that requires grad (fixed in "
+        f"{DDP_INPUT_GRAD_SINCE}): the inputs do not require grad and input gradients are not compared"
+    )
 
 
 def installed_version(distribution: str) -> str | None:
@@ -279,8 +304,9 @@ def jit_options(info: ExecutorInfo, fp8_recipe: Any | None = None) -> dict[str, 
     return options
 
 
-def jit_ddp(model: Any, jit_kwargs: dict[str, Any]) -> Any:
-    """``thunder.distributed.ddp`` + ``thunder.jit`` in the order this thunder supports.
+def jit_ddp(model: Any, jit_kwargs: dict[str, Any], **ddp_kwargs: Any) -> Any:
+    """``thunder.distributed.ddp`` + ``thunder.jit`` in the order this thunder supports; ``ddp_kwargs``
+    go to ``ddp`` (``bucket_size_in_mb``).
 
     ``broadcast_from=None``: the ranks build identical seeded weights, and broadcasting a CUDA leaf
     parameter fails under gloo (docs/facts.md).
@@ -290,8 +316,8 @@ def jit_ddp(model: Any, jit_kwargs: dict[str, Any]) -> Any:
 
     version = parse_version(installed_version("lightning-thunder") or "")
     if version is not None and version < DDP_OF_JITTED_SINCE:
-        return thunder.jit(thunder.distributed.ddp(model, broadcast_from=None), **jit_kwargs)
-    return thunder.distributed.ddp(thunder.jit(model, **jit_kwargs), broadcast_from=None)
+        return thunder.jit(thunder.distributed.ddp(model, broadcast_from=None, **ddp_kwargs), **jit_kwargs)
+    return thunder.distributed.ddp(thunder.jit(model, **jit_kwargs), broadcast_from=None, **ddp_kwargs)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,17 +14,20 @@ from typing import Any, Literal
 
 from teparity.stack.versions import (
     BACKWARD_SYNC_SYMBOL,
+    DDP_OF_JITTED_SINCE,
     SYNC_INSERTION_HELPER,
     Environment,
+    ddp_input_grad_reason,
     executor_module,
     find_te_executors,
     implementation_module,
+    parse_version,
 )
 
 ENV_VAR = "TEPARITY_INJECT"
 
 
-Requirement = Literal["legacy-sync", "legacy-te", "functional-te", "functional-fp8-group", "te"]
+Requirement = Literal["legacy-sync", "legacy-te", "functional-te", "functional-fp8-group", "te", "ddp-transform"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +56,21 @@ class Mutation:
                     "that honours fp8_group"
                 )
             return None
+        if self.requires == "ddp-transform":
+            return _ddp_transform_reason(env)
         return env.fp8_reason()
+
+
+def _ddp_transform_reason(env: Environment) -> str | None:
+    """Why the DDP-transform mutant does not apply: no ``DDPTransform`` to patch, or the check that must
+    kill it is a known defect on this build (it raises before any gradient is reduced)."""
+    if reason := env.thunder_reason():
+        return reason
+    version = parse_version(env.versions.thunder or "")
+    if version is not None and version < DDP_OF_JITTED_SINCE:
+        return (f"lightning-thunder {env.versions.thunder} has no DDPTransform (thunder.distributed.transforms.ddp_v2, "
+                f"from {DDP_OF_JITTED_SINCE})")
+    return ddp_input_grad_reason(env.versions.thunder)
 
 
 def _legacy_module() -> Any:
@@ -187,6 +204,20 @@ def _fp8_group_ignored() -> None:
 def _first_module_token_kept() -> None:
     """TELinear no longer consumes TE's first-module token, so TE's own backward sync fires as well."""
     _override(_legacy_module(), "FP8GlobalStateManager", "is_first_fp8_module", lambda: False)
+
+
+def _one_gradient_not_reduced() -> None:
+    """thunder's DDPTransform leaves the module's last parameter out of the replicated ones: it is not
+    synchronized, so its gradient is never all-reduced (each rank keeps its own)."""
+    from thunder.distributed.transforms import ddp_v2
+
+    real = ddp_v2.DDPTransform.transform_module
+
+    def transform_module(self: Any, model: Any) -> None:
+        real(self, model)
+        del self.replicated_params[list(self.replicated_params)[-1]]
+
+    ddp_v2.DDPTransform.transform_module = transform_module
 
 
 def _patch_autocast_wrapper(wrapper: Callable[[Any], str]) -> None:
@@ -323,6 +354,12 @@ CATALOG: dict[str, Mutation] = {
             "every functional amax/scale update applied twice: histories roll twice per step",
             "functional-te",
             lambda: _patch_functional_update(_twice),
+        ),
+        Mutation(
+            "ddp-gradient-not-reduced",
+            "thunder's DDP transform leaves the last parameter unsynchronized: its gradient is never all-reduced",
+            "ddp-transform",
+            _one_gradient_not_reduced,
         ),
         Mutation(
             "checker-declines",
