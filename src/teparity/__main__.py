@@ -81,27 +81,28 @@ def main(argv: list[str] | None = None) -> int:
     kills.add_argument("--pytest-args", default="", help='extra pytest arguments, e.g. "-n 2"')
     kills.add_argument("--jobs", type=int, default=1, help="mutants run at a time, after the clean run (default 1)")
     commands.add_parser("known-defects", help="the known upstream defects registry as markdown")
-    timing = commands.add_parser("bench", help="the gate with fresh, warm and forked ranks: wall times, ratios, identical verdicts")
+    timing = commands.add_parser("bench", usage="%(prog)s [options] -- PYTEST ARGS", help="the gate with fresh, warm and forked ranks: wall times, ratios, identical verdicts")
     timing.add_argument("--workdir", type=Path, help="bench.json, every report and log (default: a new temp dir)")
     timing.add_argument("--modes", type=_modes, default=MODES, metavar="M,M",
                         help=f"the launch modes to compare, in this order (default {','.join(MODES)})")
     timing.add_argument("--no-warmup", dest="warmup", action="store_false",
                         help="time the first mode cold: no untimed run first to fill the caches that outlive a run")
-    timing.add_argument("pytest_args", nargs=argparse.REMAINDER, help="pytest arguments (after --), e.g. -- -n 2 tests/ddp")
-    again = commands.add_parser("repeat", help="the gate N times in a row: every test whose verdict or evidence changed")
+    again = commands.add_parser("repeat", usage="%(prog)s [options] N -- PYTEST ARGS", help="the gate N times in a row: every test whose verdict or evidence changed")
     again.add_argument("count", type=_at_least_two, metavar="N", help="how many runs (N >= 2)")
     again.add_argument("--workdir", type=Path, help="repeat.json, every report and log (default: a new temp dir)")
-    again.add_argument("pytest_args", nargs=argparse.REMAINDER, help="pytest arguments (after --), e.g. -- -n 2 tests/ddp")
-    bisecting = commands.add_parser("bisect", help="the first build between a good and a bad one whose gate verdict changes")
+    bisecting = commands.add_parser("bisect", usage="%(prog)s [options] --good BUILD --bad BUILD -- PYTEST ARGS", help="the first build between a good and a bad one whose gate verdict changes")
     bisecting.add_argument("--package", choices=PACKAGES, default="lightning-thunder")
     bisecting.add_argument("--good", required=True, type=valid_version, help="a build that passes the tests")
     bisecting.add_argument("--bad", required=True, type=valid_version, help="a build that fails them (older than --good: find the fix)")
     bisecting.add_argument("--wheels", type=Path, help="candidates from this folder of wheels instead of the index")
     bisecting.add_argument("--workdir", type=Path, help="bisect.json, bisect.txt, builds/, each step's report and log (default: a new temp dir)")
-    bisecting.add_argument("pytest_args", nargs=argparse.REMAINDER, help="pytest arguments (after --), e.g. -- tests/trace -p no:xdist")
-    args = parser.parse_args(argv)
-    pytest_args = getattr(args, "pytest_args", [])
-    pytest_args = pytest_args[1:] if pytest_args[:1] == ["--"] else pytest_args
+    # What follows the first "--" goes to pytest as it is; split here, since an argparse remainder after a
+    # positional (repeat's N) would swallow the options that follow it too.
+    argv = sys.argv[1:] if argv is None else argv
+    ours, pytest_args = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    args = parser.parse_args(ours)
+    if pytest_args and args.command not in ("bench", "repeat", "bisect"):
+        parser.error(f"{args.command} takes no pytest arguments after --")
     if args.command == "bisect":
         try:
             return bisect_command(args.package, args.good, args.bad, pytest_args, args.wheels, args.workdir)

@@ -46,3 +46,21 @@ def test_matrix_names_a_missing_or_malformed_report_and_exits_2(tmp_path: Path, 
     assert run.returncode == 2, run
     assert run.stderr.startswith(f"python -m teparity matrix: {path}: ") and said in run.stderr, run.stderr
     assert "Traceback" not in run.stderr and run.stdout == ""
+
+
+@pytest.mark.parametrize("words", [["repeat", "3", "--workdir", "W"], ["repeat", "--workdir", "W", "3"]])
+def test_options_around_repeats_count_are_its_own_and_what_follows_the_dashes_is_pytests(
+    words: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An argparse remainder after N once took --workdir for a pytest argument (pytest then exited 4)."""
+    from teparity import __main__ as cli
+
+    seen = {}
+    monkeypatch.setattr(cli, "repeat_command", lambda count, args, workdir: seen.update(count=count, args=args, workdir=workdir) or 0)
+    assert cli.main([*words, "--", "-n", "2", "tests/trace", "--", "x"]) == 0
+    assert seen == {"count": 3, "args": ["-n", "2", "tests/trace", "--", "x"], "workdir": Path("W")}
+
+
+def test_pytest_arguments_for_a_command_that_runs_no_pytest_are_a_usage_error() -> None:
+    done = subprocess.run([sys.executable, "-m", "teparity", "known-defects", "--", "-x"], capture_output=True, text=True)
+    assert done.returncode == 2 and "known-defects takes no pytest arguments after --" in done.stderr, done.stderr
