@@ -62,6 +62,13 @@ gpu4=(
   echo
   "$PY" -m teparity matrix "${matrix[@]}"
   echo
+  echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130: TE 2.20.2 with forked ranks at f9083e5"
+  echo
+  echo "The latest code on one TE release: the bench's forked run (thunder 0.2.7.dev20260201; its fresh and"
+  echo "warm runs gave identical verdicts and evidence) and thunder 0.2.6's gate, forked ranks, 2 gloo ranks."
+  echo
+  "$PY" -m teparity matrix $R/h200-te2.20.2-forked/call4-f9083e5/forked.json $R/h200-te2.20.2-forked/call4-f9083e5/th026-forked.json
+  echo
   echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130: TE 1.8.0 with thunder 0.2.0.dev20240728 at ce65f32"
   echo
   echo "A TE 1.8.0 built by hand from its release tag, both runs at ce65f32, before the import-order fix."
