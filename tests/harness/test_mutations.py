@@ -12,8 +12,9 @@ from teparity.tools.killmatrix import run_gate
 from teparity.tools.mutations import CATALOG
 
 REPO = Path(__file__).resolve().parents[2]
-PLACEMENT = ("bwd-sync-placement[1proc]", "bwd-sync-placement[ddp]")
-RUNS_ONCE = ("bwd-sync-runs-once[1proc]", "bwd-sync-runs-once[ddp]")
+SCENARIOS = ("1proc", "ddp", "fsdp-zero2", "fsdp-zero3")
+PLACEMENT = tuple(f"bwd-sync-placement[{scenario}]" for scenario in SCENARIOS)
+RUNS_ONCE = tuple(f"bwd-sync-runs-once[{scenario}]" for scenario in SCENARIOS)
 
 #: mutation -> (checks it must turn red, a line the failure must show)
 KILLS = {

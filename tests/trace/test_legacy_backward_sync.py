@@ -1,5 +1,6 @@
 """Trace tier: the legacy TE executor's backward FP8 sync is in the backward trace once, right before the
-return (after every gradient all-reduce wait under DDP), never in the forward, and runs once per backward.
+return (after every gradient all-reduce wait under DDP, every reduce-scatter wait under FSDP ZeRO2 and
+ZeRO3), never in the forward, and runs once per backward.
 
 Regressions this guards: thunder PR #591 (the sync appended after the return, so it never ran), a
 missing or duplicated sync, and a sync that TE's own per-module sync doubles.
@@ -23,9 +24,9 @@ pytestmark = [pytest.mark.legacy_sync, pytest.mark.parametrize("executor", ["leg
 STEPS = 3
 
 
-def _spec(env: Any, *, ddp: bool) -> LegacySyncSpec:
+def _spec(env: Any, *, ddp: bool, fsdp: str | None = None) -> LegacySyncSpec:
     """On an FP8 GPU with TE the linears really go to TE; elsewhere the trace is built on the CPU."""
-    return LegacySyncSpec(steps=STEPS, device="cpu" if env.fp8_reason() else "cuda", ddp=ddp)
+    return LegacySyncSpec(steps=STEPS, device="cpu" if env.fp8_reason() else "cuda", ddp=ddp, fsdp=fsdp)
 
 
 def _context(env: Any, runs: list[LegacySyncRun]) -> str:
@@ -40,6 +41,12 @@ def single_process(teparity_env: Any, rank_runner: Any) -> list[LegacySyncRun]:
 @pytest.fixture(scope="module")
 def ddp(teparity_env: Any, rank_runner: Any, world_size: int) -> list[LegacySyncRun]:
     return rank_runner(legacy_sync_run, _spec(teparity_env, ddp=True), world_size=world_size)
+
+
+@pytest.fixture(scope="module", params=["zero2", "zero3"])
+def fsdp(request: pytest.FixtureRequest, teparity_env: Any, rank_runner: Any, world_size: int) -> list[LegacySyncRun]:
+    """thunder's FSDP: the sync must still come last, after the gradients' reduce-scatter waits."""
+    return rank_runner(legacy_sync_run, _spec(teparity_env, ddp=False, fsdp=request.param.upper()), world_size=world_size)
 
 
 def _assert_placement(env: Any, runs: list[LegacySyncRun], *, ddp: bool, evidence: Any) -> None:
@@ -96,6 +103,26 @@ def test_ddp_no_sync_in_forward(executor: str, teparity_env: Any, ddp: list[Lega
 @pytest.mark.check("bwd-sync-runs-once[ddp]")
 def test_ddp_sync_runs_once_per_backward(executor: str, teparity_env: Any, ddp: list[LegacySyncRun], evidence: Any) -> None:
     _assert_runs_once(teparity_env, ddp, evidence)
+
+
+@pytest.mark.multirank
+@pytest.mark.check("bwd-sync-placement[fsdp-{fsdp}]")
+def test_fsdp_backward_sync_placement(executor: str, teparity_env: Any, fsdp: list[LegacySyncRun], evidence: Any) -> None:
+    _assert_placement(teparity_env, fsdp, ddp=True, evidence=evidence)
+
+
+@pytest.mark.multirank
+@pytest.mark.check("fwd-has-no-sync[fsdp-{fsdp}]")
+def test_fsdp_no_sync_in_forward(executor: str, teparity_env: Any, fsdp: list[LegacySyncRun], evidence: Any) -> None:
+    violations = [v for run in fsdp for v in check_no_forward_sync(run.forward)]
+    assert_no_violations(violations, _context(teparity_env, fsdp))
+    evidence(f"{len(fsdp)} rank(s): no sync in the forward trace")
+
+
+@pytest.mark.multirank
+@pytest.mark.check("bwd-sync-runs-once[fsdp-{fsdp}]")
+def test_fsdp_sync_runs_once_per_backward(executor: str, teparity_env: Any, fsdp: list[LegacySyncRun], evidence: Any) -> None:
+    _assert_runs_once(teparity_env, fsdp, evidence)
 
 
 @pytest.mark.fp8

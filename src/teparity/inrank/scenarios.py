@@ -19,6 +19,7 @@ from teparity.stack.versions import (
     executor_module,
     find_te_executors,
     jit_ddp,
+    jit_fsdp,
     jit_options,
 )
 
@@ -31,6 +32,8 @@ class LegacySyncSpec:
     steps: int = 3
     device: str = "cpu"
     ddp: bool = False
+    #: thunder's FSDP instead of DDP: ``"ZERO2"`` or ``"ZERO3"``.
+    fsdp: str | None = None
     batch: int = 16
     sizes: tuple[int, ...] = (32, 64, 16)
 
@@ -55,7 +58,12 @@ def legacy_sync_run(rank: int, world_size: int, spec: LegacySyncSpec) -> LegacyS
 
     info = find_te_executors()["legacy"]
     model = plain_mlp(spec.sizes, seed=0, device=spec.device)
-    jitted = jit_ddp(model, jit_options(info)) if spec.ddp else thunder.jit(model, **jit_options(info))
+    if spec.fsdp:
+        jitted = jit_fsdp(model, jit_options(info), spec.fsdp, spec.device)
+    elif spec.ddp:
+        jitted = jit_ddp(model, jit_options(info))
+    else:
+        jitted = thunder.jit(model, **jit_options(info))
     per_step = []
     with record_fp8_syncs(executor_module(info)) as record:
         for step in range(spec.steps):
