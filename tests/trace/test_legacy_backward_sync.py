@@ -38,15 +38,15 @@ def single_process(teparity_env: Any, rank_runner: Any) -> list[LegacySyncRun]:
     return rank_runner(legacy_sync_run, _spec(teparity_env, ddp=False), world_size=1)
 
 
-@pytest.fixture(scope="module")
-def ddp(teparity_env: Any, rank_runner: Any, world_size: int) -> list[LegacySyncRun]:
-    return rank_runner(legacy_sync_run, _spec(teparity_env, ddp=True), world_size=world_size)
+#: The multi-rank scenarios: thunder's DDP, and its FSDP with ZeRO2 and ZeRO3 sharding.
+PARALLEL = {"ddp": {"ddp": True}, "fsdp-zero2": {"ddp": False, "fsdp": "ZERO2"}, "fsdp-zero3": {"ddp": False, "fsdp": "ZERO3"}}
 
 
-@pytest.fixture(scope="module", params=["zero2", "zero3"])
-def fsdp(request: pytest.FixtureRequest, teparity_env: Any, rank_runner: Any, world_size: int) -> list[LegacySyncRun]:
-    """thunder's FSDP: the sync must still come last, after the gradients' reduce-scatter waits."""
-    return rank_runner(legacy_sync_run, _spec(teparity_env, ddp=False, fsdp=request.param.upper()), world_size=world_size)
+@pytest.fixture(scope="module", params=sorted(PARALLEL))
+def parallel(request: pytest.FixtureRequest, teparity_env: Any, rank_runner: Any, world_size: int) -> list[LegacySyncRun]:
+    """The ranks of one scenario: under FSDP as under DDP, the sync must come last, after every gradient
+    collective's wait (all-reduce under DDP, reduce-scatter under FSDP)."""
+    return rank_runner(legacy_sync_run, _spec(teparity_env, **PARALLEL[request.param]), world_size=world_size)
 
 
 def _assert_placement(env: Any, runs: list[LegacySyncRun], *, ddp: bool, evidence: Any) -> None:
@@ -86,43 +86,23 @@ def test_sync_runs_once_per_backward(executor: str, teparity_env: Any, single_pr
 
 
 @pytest.mark.multirank
-@pytest.mark.check("bwd-sync-placement[ddp]")
-def test_ddp_backward_sync_placement(executor: str, teparity_env: Any, ddp: list[LegacySyncRun], evidence: Any) -> None:
-    _assert_placement(teparity_env, ddp, ddp=True, evidence=evidence)
+@pytest.mark.check("bwd-sync-placement[{parallel}]")
+def test_backward_sync_placement_on_the_ranks(executor: str, teparity_env: Any, parallel: list[LegacySyncRun], evidence: Any) -> None:
+    _assert_placement(teparity_env, parallel, ddp=True, evidence=evidence)
 
 
 @pytest.mark.multirank
-@pytest.mark.check("fwd-has-no-sync[ddp]")
-def test_ddp_no_sync_in_forward(executor: str, teparity_env: Any, ddp: list[LegacySyncRun], evidence: Any) -> None:
-    violations = [v for run in ddp for v in check_no_forward_sync(run.forward)]
-    assert_no_violations(violations, _context(teparity_env, ddp))
-    evidence(f"{len(ddp)} rank(s): no sync in the forward trace")
+@pytest.mark.check("fwd-has-no-sync[{parallel}]")
+def test_no_sync_in_forward_on_the_ranks(executor: str, teparity_env: Any, parallel: list[LegacySyncRun], evidence: Any) -> None:
+    violations = [v for run in parallel for v in check_no_forward_sync(run.forward)]
+    assert_no_violations(violations, _context(teparity_env, parallel))
+    evidence(f"{len(parallel)} rank(s): no sync in the forward trace")
 
 
 @pytest.mark.multirank
-@pytest.mark.check("bwd-sync-runs-once[ddp]")
-def test_ddp_sync_runs_once_per_backward(executor: str, teparity_env: Any, ddp: list[LegacySyncRun], evidence: Any) -> None:
-    _assert_runs_once(teparity_env, ddp, evidence)
-
-
-@pytest.mark.multirank
-@pytest.mark.check("bwd-sync-placement[fsdp-{fsdp}]")
-def test_fsdp_backward_sync_placement(executor: str, teparity_env: Any, fsdp: list[LegacySyncRun], evidence: Any) -> None:
-    _assert_placement(teparity_env, fsdp, ddp=True, evidence=evidence)
-
-
-@pytest.mark.multirank
-@pytest.mark.check("fwd-has-no-sync[fsdp-{fsdp}]")
-def test_fsdp_no_sync_in_forward(executor: str, teparity_env: Any, fsdp: list[LegacySyncRun], evidence: Any) -> None:
-    violations = [v for run in fsdp for v in check_no_forward_sync(run.forward)]
-    assert_no_violations(violations, _context(teparity_env, fsdp))
-    evidence(f"{len(fsdp)} rank(s): no sync in the forward trace")
-
-
-@pytest.mark.multirank
-@pytest.mark.check("bwd-sync-runs-once[fsdp-{fsdp}]")
-def test_fsdp_sync_runs_once_per_backward(executor: str, teparity_env: Any, fsdp: list[LegacySyncRun], evidence: Any) -> None:
-    _assert_runs_once(teparity_env, fsdp, evidence)
+@pytest.mark.check("bwd-sync-runs-once[{parallel}]")
+def test_sync_runs_once_per_backward_on_the_ranks(executor: str, teparity_env: Any, parallel: list[LegacySyncRun], evidence: Any) -> None:
+    _assert_runs_once(teparity_env, parallel, evidence)
 
 
 @pytest.mark.fp8
