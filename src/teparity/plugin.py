@@ -377,14 +377,15 @@ class ParityReporter:
         from teparity.stack.provenance import teparity_commit
 
         env = _environment()
+        ranks, not_forked = _ranks(self.config)
         return {
             **env.to_json(),
             "teparity_commit": teparity_commit(),
             "world_size": _world_size(self.config),
             "backend": _backend(self.config),
             "harness_deadline_s": self.config.getoption("teparity_timeout"),
-            "ranks": _ranks(self.config)[0],
-            "ranks_not_forked": _ranks(self.config)[1],
+            "ranks": ranks,
+            "ranks_not_forked": not_forked,
             "injected": self.config.getoption("teparity_inject"),
             "fp8": env.fp8_reason() or "yes",
             "te_settings": te_settings(),

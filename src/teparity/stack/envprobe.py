@@ -28,18 +28,30 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0][:300]
 
 
-def fork_check() -> tuple[bool, str | None]:
-    """Fork a child after importing ``forkable_modules()``, as the fork server does
-    (``teparity.inrank.forkable``), and have it run a tensor op on the GPU where it sees one. Returns
-    whether torch marked the child unfit for CUDA (it is, once its parent asked the GPU anything) and
-    the op's error, or None. Must run before anything in this process touches CUDA."""
+def import_forkable() -> list[str]:
+    """Import ``forkable_modules()``, as a fork server does before it forks ranks; each import's time, as
+    the ranks log theirs (``"import torch 2.91 s"``). An import that fails is left to the next importer
+    (the probe's import checks, every rank), which raises it with its whole traceback."""
     import importlib
+    import time
 
+    timings = []
     for name in forkable_modules():
+        clock = time.monotonic()
         try:
             importlib.import_module(name)
-        except Exception:  # reported by the import checks of the probe, and by every rank
+        except Exception:
             pass
+        timings.append(f"import {name.split('.')[0]} {time.monotonic() - clock:.2f} s")
+    return timings
+
+
+def fork_check() -> tuple[bool, str | None]:
+    """Fork a child after ``import_forkable()``, as the fork server does (``teparity.inrank.forkable``),
+    and have it run a tensor op on the GPU where it sees one. Returns whether torch marked the child unfit
+    for CUDA (it is, once its parent asked the GPU anything) and the op's error, or None. Must run before
+    anything in this process touches CUDA."""
+    import_forkable()
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: report, then leave without running the parent's cleanup
