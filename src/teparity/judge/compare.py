@@ -95,6 +95,17 @@ def _input_grads(
         _close(result, f"{where} input grad", quantity, expected, actual, tol, at=at)
 
 
+def _param_grads(
+    result: Comparison, where: str, quantity: str, expected: dict[str, torch.Tensor], actual: dict[str, torch.Tensor],
+    tol: Tolerance, *, at: tuple[int, int | None],
+) -> None:
+    """The parameter gradients of one step: the same parameters on both sides, each one close."""
+    if sorted(expected) != sorted(actual):
+        result.differ(f"{where}: gradients for {sorted(expected)} vs thunder {sorted(actual)}", at)
+    for name in sorted(set(expected) & set(actual)):
+        _close(result, f"{where} grad of {name}", quantity, expected[name], actual[name], tol, at=at)
+
+
 def compare_numerics(eager: CaseRun, thunder: CaseRun, tol: Tolerance, *, rank: int, result: Comparison) -> None:
     """Outputs, input gradients and parameter gradients of every step and micro-batch."""
     for step, (e, t) in enumerate(zip(eager.steps, thunder.steps, strict=True)):
@@ -103,11 +114,7 @@ def compare_numerics(eager: CaseRun, thunder: CaseRun, tol: Tolerance, *, rank: 
             _close(result, f"{prefix} micro {micro} output", f"output@step{step}", ey, ty, tol, at=(step, micro))
         for micro, (eg, tg) in enumerate(zip(e.input_grads, t.input_grads, strict=True)):
             _input_grads(result, f"{prefix} micro {micro}", f"grad@step{step}", eg, tg, tol, at=(step, micro))
-        if sorted(e.param_grads) != sorted(t.param_grads):
-            result.differ(f"{prefix}: gradients for {sorted(e.param_grads)} vs thunder {sorted(t.param_grads)}", (step, None))
-        for name in sorted(set(e.param_grads) & set(t.param_grads)):
-            _close(result, f"{prefix} grad of {name}", f"grad@step{step}", e.param_grads[name], t.param_grads[name], tol,
-                   at=(step, None))
+        _param_grads(result, prefix, f"grad@step{step}", e.param_grads, t.param_grads, tol, at=(step, None))
 
 
 def compare_ddp_runs(
@@ -122,11 +129,8 @@ def compare_ddp_runs(
             _close(result, f"{prefix} output", f"output@step{step}", ey, ay, tol, at=(step, 0))
             eg, ag = expected.input_grads[step], actual.input_grads[step]
             _input_grads(result, prefix, f"grad@step{step}", eg, ag, tol, at=(step, 0))
-            e, a = expected.param_grads[step], actual.param_grads[step]
-            if sorted(e) != sorted(a):
-                result.differ(f"{prefix}: gradients for {sorted(e)} vs thunder {sorted(a)}", (step, None))
-            for name in sorted(set(e) & set(a)):
-                _close(result, f"{prefix} grad of {name}", f"grad@step{step}", e[name], a[name], tol, at=(step, None))
+            _param_grads(result, prefix, f"grad@step{step}", expected.param_grads[step], actual.param_grads[step], tol,
+                         at=(step, None))
 
 
 def compare_state(
