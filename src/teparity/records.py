@@ -35,11 +35,17 @@ class Case:
     #: "gelu" between linears, or None (linears only: every tensor TE sees is then bitwise equal on
     #: both sides, so the FP8 state can be compared exactly).
     activation: str | None = "gelu"
+    #: "mlp" (``models.plain_mlp``) or "llama" (``models.llama_block``: sizes are (width, MLP width,
+    #: width), lead_shape (batch, sequence); bias and activation do not apply).
+    model: str = "mlp"
 
     def label(self) -> str:
-        bias = "bias" if self.bias else "nobias"
         shape = "x".join(map(str, (*self.lead_shape, self.sizes[0])))
-        return f"{'-'.join(map(str, self.sizes))}/{bias}/{self.activation or 'linear-only'}/in{shape}/{self.dtype}"
+        sizes = "-".join(map(str, self.sizes))
+        if self.model == "llama":
+            return f"llama-block-{sizes}/in{shape}/{self.dtype}"
+        bias = "bias" if self.bias else "nobias"
+        return f"{sizes}/{bias}/{self.activation or 'linear-only'}/in{shape}/{self.dtype}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +63,41 @@ class PairSpec:
     #: blocks of k ranks (1: each rank alone), the group an amax reduction must stay within.
     fp8_group_size: int | None = None
     lr: float = 0.05
+    #: The thunder side's layers before the last linear under ``torch.utils.checkpoint`` (non-reentrant);
+    #: eager TE runs the model without it, the numbers checkpointing must not change.
+    checkpoint: bool = False
+    #: How the thunder side is compiled: "jit" (``thunder.jit``) or "thunderfx" (``thunder.dynamo.thunderfx``:
+    #: torch.compile with thunder as its backend).
+    compile_path: str = "jit"
+    #: Recipe ids used in turn, one per step (cycled); empty: ``recipe_id`` at every step. Each id's
+    #: recipe object is built once per side, so a later step goes back to the same object.
+    recipe_ids_by_step: tuple[str, ...] = ()
+    #: A new recipe object (equal settings) at every step, as a loop that builds its recipe inline does.
+    new_recipe_each_step: bool = False
+    #: False: forward passes under ``torch.no_grad`` only (inference), no backward and no optimizer step.
+    train: bool = True
+    #: ``torch.autocast`` around the forward with this dtype ("bfloat16"), on both sides.
+    torch_autocast: str | None = None
+
+    def variant(self) -> str:
+        """The program variant in words ("" for plain training under thunder.jit), for messages."""
+        said = []
+        if self.checkpoint:
+            said.append("activation checkpointing of every layer but the last")
+        if self.compile_path != "jit":
+            said.append(f"compiled with {self.compile_path}")
+        if self.recipe_ids_by_step:
+            said.append(f"recipes in turn by step {list(self.recipe_ids_by_step)}")
+        if self.new_recipe_each_step:
+            said.append("a new recipe object each step")
+        if not self.train:
+            said.append("no-grad forward passes only")
+        if self.torch_autocast:
+            said.append(f"torch.autocast({self.torch_autocast})")
+        return ", ".join(said)
+
+    def recipe_id_at(self, step: int) -> str:
+        return self.recipe_ids_by_step[step % len(self.recipe_ids_by_step)] if self.recipe_ids_by_step else self.recipe_id
 
 
 @dataclasses.dataclass

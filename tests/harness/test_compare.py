@@ -276,7 +276,7 @@ def test_each_side_runs_once_per_process_and_the_eager_reference_serves_both_exe
         calls.append((fn.__name__, spec.executor, *update))
         return [[_run()]]
 
-    env = types.SimpleNamespace(executor_reason=lambda executor: None)
+    env = types.SimpleNamespace(executor_reason=lambda executor: None, versions=Versions(torch="2.11.0", thunder="0.2.6", transformer_engine="2.9.0"))
     parity = pairs.Pairs(env, runner, "gloo", lambda summary: None)
     spec = PairSpec("legacy", "delayed", (Case(activation=None),), steps=2)
     legacy = parity.run(spec, measure_fused=True)

@@ -50,21 +50,25 @@ def eager_snapshot(model: Any) -> Snapshot:
     return {name: state for name, child in model.named_children() if (state := _module_state(child))}
 
 
+def forward_roles(snapshot: Snapshot) -> Snapshot:
+    """The forward roles of a snapshot (a forward-only step has no backward state to compare)."""
+    return {name: {role: state for role, state in roles.items() if role in FORWARD_ROLES} for name, roles in snapshot.items()}
+
+
 def legacy_snapshot(forward_trace: Any, linear_names: list[str]) -> Snapshot:
-    """State of the legacy executor's ``TELinear`` modules, in forward order (= the model's linear order)."""
-    modules = [
-        bsym._call_ctx[bsym.sym.name].func
-        for bsym in forward_trace.bound_symbols
-        if bsym.sym.name.startswith("te_linear_")
-    ]
-    return _by_name(linear_names, [_module_state(m) for m in modules])
+    """State of the legacy executor's ``TELinear`` modules, matched to linears by weight argument."""
+    linears = [bsym for bsym in forward_trace.bound_symbols if bsym.sym.name.startswith("te_linear_")]
+    modules = [bsym._call_ctx[bsym.sym.name].func for bsym in linears]
+    return _by_name(linear_names, [_module_state(m) for m in modules], [_weight_name(b.args[1]) for b in linears])
 
 
-def functional_snapshot(forward_trace: Any, backward_trace: Any, linear_names: list[str]) -> Snapshot:
-    """State of the functional executor's recipe states, matched to linears through quantizer arguments."""
+def functional_snapshot(forward_trace: Any, backward_trace: Any | None, linear_names: list[str]) -> Snapshot:
+    """State of the functional executor's recipe states, matched to linears through quantizer arguments
+    (no backward trace: a forward-only program, forward roles only)."""
+    traces = (forward_trace,) if backward_trace is None else (forward_trace, backward_trace)
     producers = {
         proxy.name: bsym
-        for trace in (forward_trace, backward_trace)
+        for trace in traces
         for bsym in trace.bound_symbols
         if bsym.sym.name.startswith("get_te_fp8_")
         for proxy in bsym.flat_proxy_outs
@@ -76,27 +80,39 @@ def functional_snapshot(forward_trace: Any, backward_trace: Any, linear_names: l
         return state._call_ctx[state.sym.name].state
 
     per_linear: list[dict[str, dict[str, Any]]] = []
+    weights: list[str | None] = []
     by_weight_quantizer: dict[str, dict[str, dict[str, Any]]] = {}
     for bsym in forward_trace.bound_symbols:
         if bsym.sym.name == "te_functional_linear_fwd":
-            _, _, _, q_input, q_weight = bsym.args
+            _, weight, _, q_input, q_weight = bsym.args
             state = _roles(recipe_state(q_input), FORWARD_ROLES)
             per_linear.append(state)
+            weights.append(_weight_name(weight))
             by_weight_quantizer[q_weight.name] = state
-    for bsym in backward_trace.bound_symbols:
+    for bsym in () if backward_trace is None else backward_trace.bound_symbols:
         if bsym.sym.name == "te_functional_linear_bwd":
             q_weight, q_grad_output = bsym.args[4], bsym.args[5]
             by_weight_quantizer[q_weight.name].update(_roles(recipe_state(q_grad_output), BACKWARD_ROLES))
-    return _by_name(linear_names, per_linear)
+    return _by_name(linear_names, per_linear, weights)
 
 
-def _by_name(linear_names: list[str], states: list[dict[str, dict[str, Any]]]) -> Snapshot:
-    """Name each linear's state. No TE linear at all is a fallback that the TE-claims check reports
-    first (an empty snapshot); some but not all cannot be matched to names and raises."""
+def _weight_name(proxy: Any) -> str | None:
+    return getattr(proxy, "name", None)
+
+
+def _by_name(linear_names: list[str], states: list[dict[str, dict[str, Any]]], weights: list[str | None]) -> Snapshot:
+    """Name each linear's state: by its weight argument where every one is a parameter proxy (thunder
+    names the proxy of parameter ``a.weight`` ``t_a_weight``, so independent linears that thunder reorders
+    keep their names), else in trace order (a chain of linears: the trace keeps the model's order). No TE
+    linear at all is a fallback that the TE-claims check reports first (an empty snapshot); some but not
+    all cannot be matched to names and raises."""
     if not states:
         return {}
     if len(states) != len(linear_names):
         raise AssertionError(
             f"found FP8 state for {len(states)} TE linears, the model has {len(linear_names)} ({linear_names})"
         )
+    by_proxy = {f"t_{name.replace('.', '_')}_weight": name for name in linear_names}
+    if all(weight in by_proxy for weight in weights) and len(set(weights)) == len(weights):
+        return {by_proxy[weight]: state for weight, state in zip(weights, states) if state}
     return {name: state for name, state in zip(linear_names, states) if state}

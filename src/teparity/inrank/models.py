@@ -38,28 +38,119 @@ def seeded_input(shape: tuple[int, ...], *, test_seed: int, step: int, rank: int
     return torch.randn(shape, generator=generator).to(device=device, dtype=dtype)
 
 
-def te_twin(plain: torch.nn.Sequential) -> torch.nn.Sequential:
-    """The eager TE side: ``te.Linear`` in place of every ``nn.Linear``, with the same weights and bias."""
+def te_twin(plain: torch.nn.Module) -> torch.nn.Module:
+    """The eager TE side: a copy of ``plain`` with ``te.Linear`` in place of every ``nn.Linear`` child,
+    with the same weights and bias (the other children copied as they are)."""
+    import copy
+
     import transformer_engine.pytorch as te
 
-    layers: list[torch.nn.Module] = []
-    for layer in plain:
+    twin = copy.deepcopy(plain)
+    for name, layer in plain.named_children():
         if isinstance(layer, torch.nn.Linear):
             weight = layer.weight
-            twin = te.Linear(
+            linear = te.Linear(
                 layer.in_features, layer.out_features, bias=layer.bias is not None,
                 params_dtype=weight.dtype, device=weight.device,
             )
             with torch.no_grad():
-                twin.weight.copy_(weight)
+                linear.weight.copy_(weight)
                 if layer.bias is not None:
-                    twin.bias.copy_(layer.bias)
-            layers.append(twin)
-        else:
-            layers.append(type(layer)())
-    return torch.nn.Sequential(*layers)
+                    linear.bias.copy_(layer.bias)
+            setattr(twin, name, linear)
+    return twin
 
 
-def linear_names(model: torch.nn.Sequential) -> list[str]:
-    """Names of the linear layers in forward order ("0", "2", ...): the keys of FP8-state snapshots."""
+class CheckpointedMLP(torch.nn.Sequential):
+    """A ``plain_mlp`` whose layers before the last linear run under ``torch.utils.checkpoint``
+    (non-reentrant, as thunder's own TE checkpointing tests): the backward recomputes those linears. The
+    layers are the plain model's own (same names, same parameters)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        import torch.utils.checkpoint
+
+        return self[-1](torch.utils.checkpoint.checkpoint(self._head, x, use_reentrant=False))
+
+    def _head(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in list(self)[:-1]:
+            x = layer(x)
+        return x
+
+
+class RMSNorm(torch.nn.Module):
+    def __init__(self, dim: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = torch.nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class LlamaBlock(torch.nn.Module):
+    """One llama-style transformer block (pre-norm RMSNorm, causal attention through SDPA with rotary
+    embeddings, SwiGLU MLP), every projection an ``nn.Linear`` without bias, all of them direct children
+    so that ``te_twin`` swaps each for ``te.Linear``. Rotary uses the real rotate-half form (no complex
+    tensors), precomputed for ``max_seq`` positions."""
+
+    HEAD_DIM = 16
+
+    def __init__(self, dim: int, hidden: int, max_seq: int = 64) -> None:
+        super().__init__()
+        self.heads = dim // self.HEAD_DIM
+        self.attention_norm = RMSNorm(dim)
+        self.wq = torch.nn.Linear(dim, dim, bias=False)
+        self.wk = torch.nn.Linear(dim, dim, bias=False)
+        self.wv = torch.nn.Linear(dim, dim, bias=False)
+        self.wo = torch.nn.Linear(dim, dim, bias=False)
+        self.ffn_norm = RMSNorm(dim)
+        self.w1 = torch.nn.Linear(dim, hidden, bias=False)
+        self.w3 = torch.nn.Linear(dim, hidden, bias=False)
+        self.w2 = torch.nn.Linear(hidden, dim, bias=False)
+        inverse = 1.0 / (10000 ** (torch.arange(0, self.HEAD_DIM, 2).float() / self.HEAD_DIM))
+        angles = torch.outer(torch.arange(max_seq).float(), inverse)
+        angles = torch.cat([angles, angles], dim=-1)
+        self.register_buffer("cos", angles.cos(), persistent=False)
+        self.register_buffer("sin", angles.sin(), persistent=False)
+
+    def _rotary(self, x: torch.Tensor) -> torch.Tensor:
+        seq = x.shape[1]
+        cos, sin = self.cos[:seq].to(x.dtype)[None, :, None, :], self.sin[:seq].to(x.dtype)[None, :, None, :]
+        first, second = x.chunk(2, dim=-1)
+        return x * cos + torch.cat([-second, first], dim=-1) * sin
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, seq, dim = x.shape
+        h = self.attention_norm(x)
+        q = self._rotary(self.wq(h).view(batch, seq, self.heads, self.HEAD_DIM)).transpose(1, 2)
+        k = self._rotary(self.wk(h).view(batch, seq, self.heads, self.HEAD_DIM)).transpose(1, 2)
+        v = self.wv(h).view(batch, seq, self.heads, self.HEAD_DIM).transpose(1, 2)
+        attention = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.wo(attention.transpose(1, 2).reshape(batch, seq, dim))
+        h = self.ffn_norm(x)
+        return x + self.w2(torch.nn.functional.silu(self.w1(h)) * self.w3(h))
+
+
+def llama_block(
+    sizes: tuple[int, int, int], *, seed: int = 0, device: str = "cpu", dtype: torch.dtype = torch.float32
+) -> LlamaBlock:
+    """A ``LlamaBlock`` of model width ``sizes[0]`` (= ``sizes[-1]``: the residual stream) and MLP width
+    ``sizes[1]``, with seeded weights (scaled like ``plain_mlp``'s) and norm weights near 1."""
+    dim, hidden, out = sizes
+    if out != dim or dim % LlamaBlock.HEAD_DIM:
+        raise ValueError(f"a llama block maps width {dim} to itself in heads of {LlamaBlock.HEAD_DIM}: sizes {sizes}")
+    block = LlamaBlock(dim, hidden)
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, parameter in block.named_parameters():
+            if name.endswith("norm.weight"):
+                parameter.copy_(1 + 0.1 * torch.randn(parameter.shape, generator=generator))
+            else:
+                parameter.copy_(torch.randn(parameter.shape, generator=generator) / parameter.shape[1] ** 0.5)
+    return block.to(device=device, dtype=dtype)
+
+
+def linear_names(model: torch.nn.Module) -> list[str]:
+    """Names of the linear children in definition order ("0", "2", ...; "wq", ...): the keys of FP8-state
+    snapshots."""
     return [name for name, layer in model.named_children() if isinstance(layer, torch.nn.Linear)]

@@ -137,48 +137,51 @@ def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -
     """Fill ``run`` step by step; the thunder side's traces as soon as the first backward has run."""
     import torch
 
-    from teparity.inrank.models import linear_names, plain_mlp, te_twin
+    from teparity.inrank import models
 
     case = run.case
     device = _device()
-    recipe = recipes.build(spec.recipe_id)
-    plain = plain_mlp(
-        case.sizes, seed=case.seed, device=device, dtype=_dtype(case.dtype), bias=case.bias, activation=case.activation
-    )
-    run.linear_names = linear_names(plain)
+    plain = _model(case, device)
+    run.linear_names = models.linear_names(plain)
     info = find_te_executors()[spec.executor]
+    recipe_at = _recipe_schedule(spec)
     if side == "eager":
-        model: Any = te_twin(plain)
+        model: Any = models.te_twin(plain)
         if spec.ddp:
             device_ids = [torch.cuda.current_device()] if torch.distributed.get_backend() == "nccl" else None
             model = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
         parameters = dict(getattr(model, "module", model).named_parameters())
-        autocast = lambda: te_autocast(recipe, group)
+        fp8 = lambda recipe: te_autocast(recipe, group)
         no_sync = model.no_sync if spec.ddp else contextlib.nullcontext
     else:
-        options = jit_options(info, recipe)
-        model = jit_ddp(plain, options) if spec.ddp else _jit(plain, options)
-        parameters = {name: model.get_parameter(name) for name, _ in plain.named_parameters()}
+        program = models.CheckpointedMLP(*plain) if spec.checkpoint else plain
+        model = _compile(program, jit_options(info, recipe_at(0)), spec)
+        if spec.compile_path == "thunderfx":
+            parameters = dict(plain.named_parameters())  # torch.compile trains the module's own parameters
+        else:
+            parameters = {name: model.get_parameter(name) for name, _ in plain.named_parameters()}
         # The legacy executor wraps its forward in fp8_autocast itself (with no group); the functional
         # one reads the recipe (and group) from the caller's autocast.
-        autocast = (lambda: contextlib.nullcontext()) if spec.executor == "legacy" else (lambda: te_autocast(recipe, group))
+        fp8 = (lambda recipe: contextlib.nullcontext()) if spec.executor == "legacy" else (lambda recipe: te_autocast(recipe, group))
         no_sync = _thunder_no_sync if spec.ddp else contextlib.nullcontext
 
     optimizer = torch.optim.SGD(list(parameters.values()), lr=spec.lr)
     # Both sides alike: where thunder's DDP transform cannot take it, no input requires grad.
-    input_grad = not (spec.ddp and ddp_input_grad_reason(installed_version("lightning-thunder")))
+    input_grad = spec.train and not (spec.ddp and ddp_input_grad_reason(installed_version("lightning-thunder")))
     steps = run.steps
     with record_fp8_syncs(None) as syncs:
         for step in range(spec.steps):
+            recipe = recipe_at(step)
             before = syncs.backward_calls()
             outputs, input_grads = [], []
             for micro in range(spec.micro_batches):
                 last = micro == spec.micro_batches - 1
                 x = _input(case, step=step, micro=micro, rank=rank, device=device, requires_grad=input_grad)
-                with contextlib.nullcontext() if last else no_sync():
-                    with autocast():
+                with contextlib.nullcontext() if last else no_sync(), torch.set_grad_enabled(spec.train):
+                    with _torch_autocast(spec), fp8(recipe):
                         y = model(x)
-                    y.backward(_grad_output(case, step=step, micro=micro, rank=rank, device=device))
+                    if spec.train:
+                        y.backward(_grad_output(case, step=step, micro=micro, rank=rank, device=device).to(y.dtype))
                 outputs.append(y.detach().float().cpu())
                 input_grads.append(None if x.grad is None else x.grad.detach().float().cpu())
             torch.cuda.synchronize()
@@ -186,33 +189,84 @@ def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -
             if side == "eager":
                 state = fp8state.eager_snapshot(model)
             else:
-                state = _thunder_snapshot(run, model, rank, info, recipe)
+                state = _thunder_snapshot(run, model, rank, info, recipe, spec)
+            if not spec.train:  # no backward ran: only the forward roles hold state
+                state = fp8state.forward_roles(state)
             steps.append(StepRecord(outputs, input_grads, grads, state, syncs.backward_calls() - before))
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+            if spec.train:
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
     run.sync_mode = syncs.mode
 
 
-def _thunder_snapshot(run: CaseRun, model: Any, rank: int, info: ExecutorInfo, recipe: Any) -> Snapshot:
+def _model(case: Case, device: str) -> Any:
+    from teparity.inrank import models
+
+    if case.model == "llama":
+        return models.llama_block(case.sizes, seed=case.seed, device=device, dtype=_dtype(case.dtype))
+    return models.plain_mlp(
+        case.sizes, seed=case.seed, device=device, dtype=_dtype(case.dtype), bias=case.bias, activation=case.activation
+    )
+
+
+def _recipe_schedule(spec: PairSpec) -> Any:
+    """``step -> recipe object``: each id's object built once (a recipe change goes back to the same
+    object), or a new one every step with ``spec.new_recipe_each_step``."""
+    import functools
+
+    built = functools.cache(recipes.build)
+    if spec.new_recipe_each_step:
+        return lambda step: recipes.build(spec.recipe_id_at(step))
+    return lambda step: built(spec.recipe_id_at(step))
+
+
+def _torch_autocast(spec: PairSpec) -> Any:
+    import torch
+
+    if spec.torch_autocast is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type="cuda", dtype=_dtype(spec.torch_autocast))
+
+
+def _compile(program: Any, options: dict[str, Any], spec: PairSpec) -> Any:
+    """thunder + the executor, by the spec's compile path (and thunder's DDP where the spec asks)."""
+    import thunder
+
+    if spec.ddp:
+        return jit_ddp(program, options)
+    if spec.compile_path == "thunderfx":
+        from thunder.dynamo import thunderfx
+
+        return thunderfx(program, **options)
+    return thunder.jit(program, **options)
+
+
+def _last_traces(model: Any, spec: PairSpec) -> tuple[Any, Any | None, int | None]:
+    """(forward, backward or None without one, cache entries or None where thunder does not count them)
+    execution traces of the last call. thunderfx must have handed the whole program to one thunder
+    subgraph: the checks read one trace per direction."""
+    import thunder
+
+    if spec.compile_path == "thunderfx":
+        forwards, backwards = model.last_traces, model.last_backward_traces
+        if len(forwards) != 1:
+            raise AssertionError(f"thunderfx split the program into {len(forwards)} thunder subgraphs, expected 1")
+        return forwards[0], (backwards[0] if backwards else None), None
+    backwards = thunder.last_backward_traces(model)
+    return thunder.last_traces(model)[-1], (backwards[-1] if backwards else None), thunder.cache_misses(model)
+
+
+def _thunder_snapshot(run: CaseRun, model: Any, rank: int, info: ExecutorInfo, recipe: Any, spec: PairSpec) -> Snapshot:
     """Record the last forward and backward execution traces in ``run`` (with the compiled cache entries
     and the legacy autocast facts) before reading the FP8 state through them: if the state cannot be
     read, the traces still tell whether TE held the linears."""
-    import thunder
-
-    forward, backward = thunder.last_traces(model)[-1], thunder.last_backward_traces(model)[-1]
+    forward, backward, run.cache_entries = _last_traces(model, spec)
     run.forward = summarize(forward, f"rank {rank} forward trace")
-    run.backward = summarize(backward, f"rank {rank} backward trace")
-    run.cache_entries = thunder.cache_misses(model)
+    run.backward = None if backward is None else summarize(backward, f"rank {rank} backward trace")
     if info.kind == "legacy":
         run.legacy_autocast = _legacy_autocast_facts(info, forward, recipe)
         return fp8state.legacy_snapshot(forward, run.linear_names)
     return fp8state.functional_snapshot(forward, backward, run.linear_names)
-
-
-def _jit(plain: Any, options: dict[str, Any]) -> Any:
-    import thunder
-
-    return thunder.jit(plain, **options)
 
 
 @contextlib.contextmanager

@@ -154,7 +154,8 @@ def _state_tensor(
     result: Comparison, where: str, quantity: str, expected: torch.Tensor, actual: torch.Tensor, tol: Tolerance,
     at: tuple[int, int | None],
 ) -> None:
-    """Within ``tol.ulps`` float32 ulps, or bitwise (amax histories start as zeros: no zero guard)."""
+    """Within ``tol.ulps`` float32 ulps, or within ``tol.rtol``/``tol.atol`` where those are set, or
+    bitwise (amax histories start as zeros: no zero guard; with ``atol`` 0 a zero matches only a zero)."""
     result.note(quantity, expected, actual)
     if expected.shape != actual.shape:
         result.differ(f"{where} differs: {_first_mismatch(expected, actual)}", at)
@@ -166,7 +167,10 @@ def _state_tensor(
         result.max_ulps[quantity] = max(result.max_ulps.get(quantity, 0), distance)
     if torch.equal(expected, actual) or (allowed and distance is not None and distance <= allowed):
         return
-    rule = tol.source if allowed else f"bitwise, {tol.source}"
+    relative = bool(tol.rtol or tol.atol)
+    if relative and torch.allclose(actual, expected, rtol=tol.rtol, atol=tol.atol):
+        return
+    rule = tol.source if allowed or relative else f"bitwise, {tol.source}"
     far = f"; {distance} ulp apart" if distance is not None else ""
     result.differ(f"{where} differs (rule: {rule}): {_first_mismatch(expected, actual)}{far}", at)
 

@@ -31,6 +31,10 @@ class SymbolRow:
     name: str
     role: Role
     text: str
+    #: Names of the proxies the symbol reads (args and kwargs, flattened; None arguments left out) and
+    #: writes: the data flow that the FP8-state invariants follow.
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,10 +84,17 @@ def _first_line(bsym: Any) -> str:
     return (lines[0] if lines else "")[:140]
 
 
+def _proxy_names(proxies: Iterable[Any]) -> tuple[str, ...]:
+    return tuple(name for proxy in proxies if isinstance(name := getattr(proxy, "name", None), str))
+
+
 def summarize(trace: Any, label: str) -> TraceSummary:
     """Reduce a thunder ``TraceCtx`` to a ``TraceSummary``."""
     rows = tuple(
-        SymbolRow(index=i, name=bsym.sym.name, role=_role(bsym), text=_first_line(bsym))
+        SymbolRow(
+            index=i, name=bsym.sym.name, role=_role(bsym), text=_first_line(bsym),
+            inputs=_proxy_names(bsym.flat_proxy_args), outputs=_proxy_names(bsym.flat_proxy_outs),
+        )
         for i, bsym in enumerate(trace.bound_symbols)
     )
     return TraceSummary(label=label, rows=rows)
@@ -211,15 +222,19 @@ def _named(summary: TraceSummary, prefix: str) -> list[int]:
     return [row.index for row in summary.rows if row.name.startswith(prefix)]
 
 
-def check_te_claims(forward: TraceSummary, backward: TraceSummary, executor: str, n_linears: int) -> list[Violation]:
-    """TE symbols hold every linear, forward and backward: a silent fallback to torch is a failure."""
+def check_te_claims(forward: TraceSummary, backward: TraceSummary | None, executor: str, n_linears: int) -> list[Violation]:
+    """TE symbols hold every linear, forward and backward (None: a forward-only program): a silent
+    fallback to torch is a failure."""
     from teparity.stack.versions import (
         TE_BACKWARD_LINEAR_PREFIX,
         TE_FORWARD_LINEAR_PREFIX,
     )
 
     violations = []
-    for summary, prefix in ((forward, TE_FORWARD_LINEAR_PREFIX[executor]), (backward, TE_BACKWARD_LINEAR_PREFIX[executor])):
+    directions = [(forward, TE_FORWARD_LINEAR_PREFIX[executor])]
+    if backward is not None:
+        directions.append((backward, TE_BACKWARD_LINEAR_PREFIX[executor]))
+    for summary, prefix in directions:
         claimed = _named(summary, prefix)
         if len(claimed) != n_linears:
             plain = [row.index for row in summary.rows if row.name in ("linear", "matmul") or row.name.startswith("nvFusion")]
@@ -242,18 +257,22 @@ def te_linears_held(forward: TraceSummary, executor: str) -> int:
     return len(_named(forward, TE_FORWARD_LINEAR_PREFIX[executor]))
 
 
-def check_no_forward_linear_in_backward(backward: TraceSummary, executor: str) -> list[Violation]:
-    """A forward TE linear in the backward trace means it was recomputed (its FP8 state updated twice)."""
+def check_no_forward_linear_in_backward(backward: TraceSummary, executor: str, recomputed: int = 0) -> list[Violation]:
+    """A forward TE linear in the backward trace is a recomputation: exactly ``recomputed`` of them (the
+    linears under activation checkpointing), none otherwise."""
     from teparity.stack.versions import TE_FORWARD_LINEAR_PREFIX
 
     found = _named(backward, TE_FORWARD_LINEAR_PREFIX[executor])
-    if not found:
+    if len(found) == recomputed:
         return []
-    return [_violation(backward, "no-forward-te-linear-in-backward", f"forward TE linears recomputed at {found}", found)]
+    return [_violation(backward, "recomputed-te-linears", f"{len(found)} forward TE linears recomputed (at {found}), "
+                       f"expected {recomputed}", found)]
 
 
-def check_functional_updates(summary: TraceSummary, n_linears: int, *, max_recipes: int) -> list[Violation]:
-    """Exactly one amax/scale update per TE linear, all before the return; at most ``max_recipes`` recipe lookups."""
+def check_functional_updates(summary: TraceSummary, n_linears: int | None, *, max_recipes: int) -> list[Violation]:
+    """Exactly one amax/scale update per TE linear (``n_linears`` None: any number, where activation
+    checkpointing moves updates between the traces and ``check_fp8_state_updates`` counts them per
+    state), all before the return; at most ``max_recipes`` recipe lookups."""
     from teparity.stack.versions import (
         FUNCTIONAL_RECIPE_PREFIX,
         FUNCTIONAL_UPDATE_SYMBOL,
@@ -263,7 +282,7 @@ def check_functional_updates(summary: TraceSummary, n_linears: int, *, max_recip
     returns = summary.indices("return")
     recipes = _named(summary, FUNCTIONAL_RECIPE_PREFIX)
     violations = []
-    if len(updates) != n_linears:
+    if n_linears is not None and len(updates) != n_linears:
         violations.append(
             _violation(summary, "one-amax-update-per-linear", f"{len(updates)} {FUNCTIONAL_UPDATE_SYMBOL} for {n_linears} TE linears (at {updates})", updates)
         )
@@ -276,4 +295,62 @@ def check_functional_updates(summary: TraceSummary, n_linears: int, *, max_recip
         violations.append(
             _violation(summary, "one-recipe-per-trace", f"{len(recipes)} recipe lookups (at {recipes}), expected at most {max_recipes}", recipes)
         )
+    return violations
+
+
+def check_fp8_state_updates(forward: TraceSummary, backward: TraceSummary | None, n_linears: int) -> list[Violation]:
+    """The functional executor's FP8 states over one step (its forward and backward traces): one state
+    per linear and direction, each updated by exactly one ``te_fp8_amax_and_scale_update``, and every
+    forward TE linear in the backward (a recomputation under activation checkpointing) quantizing with
+    the forward state of the forward linear of the same weight: what thunder's activation-checkpointing
+    transform (``_te_activation_checkpointing_transform``) promises. Follows proxy names through
+    ``get_te_fp8_state_N`` and ``get_te_fp8_quantizers_N``."""
+    from teparity.stack.versions import FUNCTIONAL_UPDATE_SYMBOL, TE_FORWARD_LINEAR_PREFIX
+
+    summaries = [forward] if backward is None else [forward, backward]
+    state_of: dict[str, str] = {}  # state proxy -> its get_te_fp8_state symbol
+    created: dict[str, TraceSummary] = {}  # get_te_fp8_state symbol -> the trace that creates it
+    quantizers_of: dict[str, str] = {}  # quantizer proxy -> the state proxy it was made from
+    for summary in summaries:
+        for row in summary.rows:
+            if row.name.startswith("get_te_fp8_state"):
+                created.setdefault(row.name, summary)
+                state_of.update({out: row.name for out in row.outputs})
+            elif row.name.startswith("get_te_fp8_quantizers") and row.inputs:
+                quantizers_of.update({out: row.inputs[0] for out in row.outputs})
+    violations = []
+    expected_states = n_linears * len(summaries)
+    if len(created) != expected_states:
+        violations.append(_violation(
+            forward, "one-fp8-state-per-linear",
+            f"{len(created)} FP8 states ({sorted(created)}) for {n_linears} TE linears in {len(summaries)} direction(s)",
+            [],
+        ))
+    updates: dict[str, list[str]] = {name: [] for name in created}
+    for summary in summaries:
+        for row in summary.rows:
+            if row.name == FUNCTIONAL_UPDATE_SYMBOL:
+                for state in {state_of[p] for p in row.inputs if p in state_of}:
+                    updates.setdefault(state, []).append(f"{summary.label} #{row.index}")
+    wrong = {state: where for state, where in updates.items() if len(where) != 1}
+    if wrong:
+        violations.append(_violation(
+            backward or forward, "one-update-per-fp8-state",
+            f"FP8 states not updated exactly once per step: {wrong}", [],
+        ))
+
+    def forward_state(row: SymbolRow) -> str | None:
+        return state_of.get(quantizers_of.get(row.inputs[-2], "")) if len(row.inputs) >= 2 else None
+
+    prefix = TE_FORWARD_LINEAR_PREFIX["functional"]
+    state_by_weight = {row.inputs[1]: forward_state(row) for row in forward.rows if row.name.startswith(prefix) and len(row.inputs) > 1}
+    for row in () if backward is None else backward.rows:
+        if row.name.startswith(prefix):
+            state, weight = forward_state(row), row.inputs[1] if len(row.inputs) > 1 else None
+            if state is None or created.get(state) is not forward or state != state_by_weight.get(weight):
+                violations.append(_violation(
+                    backward, "recompute-reuses-forward-fp8-state",
+                    f"the recomputed linear at {row.index} (weight {weight}) quantizes with FP8 state {state}; the "
+                    f"forward linear of that weight uses {state_by_weight.get(weight)}", [row.index],
+                ))
     return violations

@@ -1,0 +1,102 @@
+"""Features tier: what an executor PR can break beyond plain training of linears, each held to eager TE
+by the numerics tier's rules (TE claims every linear, trace invariants, outputs and gradients every
+step, FP8 state): activation checkpointing, thunder's torch.compile path (thunderfx), recipe changes
+between steps, the no-grad forward, ``torch.autocast`` and a llama-style block.
+
+The eager side is the program without the feature where the feature must not change the numbers
+(checkpointing recomputes, it must not change what is computed), and the same program otherwise.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from teparity.gate.pairs import Pairs
+from teparity.judge.parity import fused_update_deviation
+from teparity.records import Case, PairSpec
+
+pytestmark = pytest.mark.fp8
+EXECUTORS = ["legacy", "functional"]
+#: Linears only (bitwise for the functional executor), 2-D and 3-D, fp32 and bf16, three linears.
+CASES = (
+    Case(activation=None, bias=False),
+    Case(sizes=(48, 64, 32, 16), bias=False, lead_shape=(2, 8), dtype="bfloat16", activation=None, seed=1),
+)
+#: Activation checkpointing: a region whose linears the backward recomputes. Linears only (bitwise; the
+#: region's first linear feeds its second, so it is recomputed) and GELUs between the linears (every
+#: region linear recomputed); fp32, as the numerics tier runs GELU.
+CHECKPOINT_CASES = (
+    Case(sizes=(48, 64, 32, 16), bias=False, activation=None),
+    Case(sizes=(48, 64, 32, 16), bias=False, lead_shape=(2, 8), seed=2),
+)
+#: A llama-style block in fp32 (no bias: llama has none), batch 2 x sequence 16.
+LLAMA = (Case(sizes=(64, 128, 64), lead_shape=(2, 16), dtype="float32", model="llama", seed=4),)
+
+
+def _assert_feature(spec: PairSpec, parity: Pairs, what: str) -> None:
+    __tracebackhide__ = True
+    pair = parity.run(spec, world_size=1, measure_fused=True)
+    result = parity.assert_parity(pair)
+    parity.evidence(f"{what}; {len(spec.cases)} cases x {spec.steps} steps: {result.summary()}{fused_update_deviation(pair)}")
+
+
+@pytest.mark.parametrize("compile_path", ["jit", "thunderfx"])
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check("activation-checkpointing[{compile_path}]")
+def test_activation_checkpointing_matches_eager_te(executor: str, compile_path: str, parity: Pairs) -> None:
+    """``torch.utils.checkpoint`` (non-reentrant) around every layer but the last: the backward recomputes
+    those linears with the forward's FP8 state, each state is updated once per step, and the numbers are
+    eager TE's without checkpointing."""
+    spec = PairSpec(executor, "delayed", CHECKPOINT_CASES, steps=3, checkpoint=True, compile_path=compile_path)
+    _assert_feature(spec, parity, f"checkpointed linears recomputed in the backward ({compile_path})")
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check("thunderfx")
+def test_thunderfx_matches_eager_te(executor: str, parity: Pairs) -> None:
+    """thunder as torch.compile's backend (``thunder.dynamo.thunderfx``) instead of ``thunder.jit``."""
+    _assert_feature(PairSpec(executor, "delayed", CASES, steps=3, compile_path="thunderfx"), parity, "thunderfx")
+
+
+#: Recipe changes: (recipe ids used in turn, a new object each step). "alternate" goes to a recipe of
+#: other settings and back to the very same object; "rebuilt" builds an equal recipe every step, as a loop
+#: that writes ``te.autocast(recipe=DelayedScaling())`` inline does.
+RECIPE_CHANGES = {
+    "alternate": (("delayed", "delayed-e4m3-len4-max"), False),
+    "rebuilt": (("delayed",), True),
+}
+
+
+@pytest.mark.parametrize("change", list(RECIPE_CHANGES))
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check("recipe-change[{change}]")
+def test_recipe_changes_between_steps_match_eager_te(executor: str, change: str, parity: Pairs) -> None:
+    """Eager TE keeps one FP8 state per module across DelayedScaling recipes (module/base.py
+    ``set_meta_tensor`` adjusts the amax history length; an equal recipe changes nothing): thunder must
+    carry the state the same way."""
+    ids, rebuilt = RECIPE_CHANGES[change]
+    spec = PairSpec(executor, ids[0], CASES, steps=4, recipe_ids_by_step=ids, new_recipe_each_step=rebuilt)
+    _assert_feature(spec, parity, f"recipes by step {list(ids) * (4 // len(ids))}{', a new object each step' if rebuilt else ''}")
+
+
+@pytest.mark.parametrize("recipe_id", ["delayed", "delayed-e4m3-len4-max"])
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check("inference[{recipe_id}]")
+def test_no_grad_forward_matches_eager_te(executor: str, recipe_id: str, parity: Pairs) -> None:
+    """Forward passes under ``torch.no_grad`` (inference): outputs and the forward FP8 state every pass."""
+    _assert_feature(PairSpec(executor, recipe_id, CASES, steps=3, train=False), parity, "no-grad forward passes")
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check("torch-autocast")
+def test_training_under_torch_autocast_matches_eager_te(executor: str, parity: Pairs) -> None:
+    """fp32 parameters, the forward under ``torch.autocast(dtype=torch.bfloat16)``."""
+    spec = PairSpec(executor, "delayed", CASES[:1], steps=3, torch_autocast="bfloat16")
+    _assert_feature(spec, parity, "training steps under torch.autocast(bfloat16)")
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check("llama-block")
+def test_llama_block_matches_eager_te(executor: str, parity: Pairs) -> None:
+    """A llama-style block, every projection TE-claimed, against the block with ``te.Linear`` projections."""
+    _assert_feature(PairSpec(executor, "delayed", LLAMA, steps=3), parity, "llama block")
