@@ -238,7 +238,7 @@ def test_functional_update_invariants() -> None:
 def test_a_case_that_raised_is_listed_and_fails_the_run() -> None:
     broken = CaseRun(case=Case(), steps=[], linear_names=[], error="Traceback ...\nRuntimeError: cuBLAS says no")
     assert case_errors([[_run()]], [[broken]]) == [
-        "rank 0 thunder side, case 32-64-16/bias/gelu/in16x32/float32 raised:\n      Traceback ...\n      RuntimeError: cuBLAS says no"
+        "rank 0 thunder side, case 32-64-16/bias/gelu/in16x32/float32 raised:\n      Traceback ...\n      Traceback ...\n      RuntimeError: cuBLAS says no"
     ]
     with pytest.raises(AssertionError, match="cuBLAS says no"):
         assert_parity([[_run()]], [[broken]], SPEC, "ctx")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from packaging.specifiers import SpecifierSet
 
 from teparity.gate import known_defects
@@ -52,13 +53,15 @@ CPU_OFFLOAD = "from transformer_engine.pytorch.cpu_offload import CPUOffloadEnab
 def _parted(**changes: Any) -> PartedFromEager:
     evidence = dict(case_errors=[], numeric_differences=3, first_difference=(0, 1),
                     cache_entries={0: {"c": 2}, 1: {"c": 2}}, micro_batches=2,
-                    forwards_recorded={"eager": 2, "thunder": 1})
+                    forwards_recorded={"eager": 2, "thunder": 1}, forwards_by_step={"eager": [2, 4], "thunder": [1, 2]},
+                    first_amaxes={}, variant="")
     return PartedFromEager("differs", **{**evidence, **changes})
 
 
 def _gemm(**changes: Any) -> PartedFromEager:
     evidence = dict(case_errors=[{"case": FP32_BIAS, "side": "thunder", "error": GEMM}], numeric_differences=0,
-                    first_difference=None, cache_entries={0: {"c": 1}}, micro_batches=1, forwards_recorded={})
+                    first_difference=None, cache_entries={0: {"c": 1}}, micro_batches=1, forwards_recorded={},
+                    forwards_by_step={}, first_amaxes={}, variant="")
     return PartedFromEager("raised", **{**evidence, **changes})
 
 
@@ -74,6 +77,21 @@ COLLECTION = ("<CollectionProxy(name=\"C0\")> had an unexpected type <class 'thu
 def _raised(ranks: int = 2, world_size: int = 2, **changes: Any) -> RaisedOnTheRanks:
     error = {"type": "builtins.ValueError", "message": COLLECTION, "functions": BUCKETING_FUNCTIONS, **changes}
     return RaisedOnTheRanks("raised", world_size=world_size, errors=[{"rank": r, **error} for r in range(ranks)])
+
+
+def _restarts(**changes: Any) -> PartedFromEager:
+    """recipe-change[rebuilt] on thunder 0.2.7.dev20260201 + TE 2.20.2: thunder's history restarts each step."""
+    return _parted(**{"micro_batches": 1, "cache_entries": {0: {"c": 1}}, "first_difference": (1, 0),
+                      "forwards_by_step": {"eager": [1, 2, 3, 4], "thunder": [1, 1, 1, 1]}, **changes})
+
+
+def _autocast(**changes: Any) -> PartedFromEager:
+    """torch-autocast: the first linear's weight amax on the thunder side is eager TE's rounded to bf16."""
+    weight = 0.123456789  # not a bfloat16 value
+    rounded = float(torch.tensor(weight).to(torch.bfloat16).float())
+    amaxes = {"eager": {"0": {"input": 3.5, "weight": weight}}, "thunder": {"0": {"input": 3.5, "weight": rounded}}}
+    return _parted(**{"micro_batches": 1, "cache_entries": {0: {"c": 1}}, "first_difference": (0, 0),
+                      "first_amaxes": amaxes, **changes})
 
 
 #: entry id -> (the defect's own failure, its environment, look-alikes that must NOT match it).
@@ -141,6 +159,40 @@ SIGNATURES: dict[str, tuple[BaseException, Environment, list[tuple[str, BaseExce
         [
             ("ranks differ", ReducedOutsideTheGroup("d", executor="functional", thunder_equal_across_world=False), _env()),
             ("executor honours the group", ReducedOutsideTheGroup("d", executor="functional", thunder_equal_across_world=True), _env(honors_group=True)),
+        ],
+    ),
+    "no-grad-forward-left-to-torch": (
+        SilentFallback("0 of 2", executor="functional", claimed=0, linears=2),
+        _env(),
+        [
+            ("some linears held", SilentFallback("1 of 2", executor="functional", claimed=1, linears=2), _env()),
+            ("the executor lost TE", SilentFallback("0 of 2", executor="legacy", claimed=0, linears=2), _env(legacy_te_error=CPU_OFFLOAD)),
+            ("numbers differ", _parted(), _env()),
+        ],
+    ),
+    "functional-new-recipe-object-resets-fp8-state": (
+        _restarts(),
+        _env(),
+        [
+            ("state kept", _restarts(forwards_by_step={"eager": [1, 2, 3, 4], "thunder": [1, 2, 3, 4]}), _env()),
+            ("step 0 differs", _restarts(first_difference=(0, 0)), _env()),
+            ("a case raised", _restarts(case_errors=[{"case": Case(), "side": "eager", "error": "boom"}]), _env()),
+            ("one step", _restarts(forwards_by_step={"eager": [1], "thunder": [1]}), _env()),
+            ("eager restarts too", _restarts(forwards_by_step={"eager": [1, 1, 1, 1], "thunder": [1, 1, 1, 1]}), _env()),
+        ],
+    ),
+    "autocast-quantizes-a-bf16-copy-of-the-weight": (
+        _autocast(),
+        _env(),
+        [
+            ("same weight amax", _autocast(first_amaxes={"eager": {"0": {"input": 3.5, "weight": 0.5}},
+                                                         "thunder": {"0": {"input": 3.5, "weight": 0.5}}}), _env()),
+            ("input amax differs", _autocast(first_amaxes={"eager": {"0": {"input": 3.5, "weight": 0.123456789}},
+                                                           "thunder": {"0": {"input": 3.25, "weight": 0.12353515625}}}), _env()),
+            ("weight off by more than rounding", _autocast(first_amaxes={"eager": {"0": {"input": 3.5, "weight": 0.123456789}},
+                                                                         "thunder": {"0": {"input": 3.5, "weight": 0.25}}}), _env()),
+            ("no state", _autocast(first_amaxes={"eager": {}, "thunder": {}}), _env()),
+            ("a case raised", _autocast(case_errors=[{"case": Case(), "side": "thunder", "error": "boom"}]), _env()),
         ],
     ),
 }

@@ -13,6 +13,8 @@ from teparity.judge.traces import (
     TraceSummary,
     assert_no_violations,
     check_backward_sync,
+    check_fp8_state_updates,
+    check_no_forward_linear_in_backward,
     check_no_forward_sync,
     summarize,
 )
@@ -132,3 +134,75 @@ def test_a_sync_before_any_gradient_wait_is_a_violation(order: list[str]) -> Non
 def test_a_ddp_backward_without_waits_is_a_violation() -> None:
     violations = check_backward_sync(_ddp_tail(["a", "o", "s", "r"]), expect_grad_waits=True)
     assert _invariants(violations) == ["backward-sync-after-grad-waits"]
+
+
+# -- the functional executor's FP8 states over a step (activation checkpointing's promises) ---------
+
+
+def _rows(label: str, symbols: list[tuple[str, tuple[str, ...], tuple[str, ...]]]) -> TraceSummary:
+    """A summary from (name, inputs, outputs) rows, shaped like the functional executor's traces."""
+    rows = tuple(SymbolRow(i, name, "return" if name == "python_return" else "other", name, ins, outs)
+                 for i, (name, ins, outs) in enumerate(symbols))
+    return TraceSummary(label, rows)
+
+
+def _checkpointed_step(*, forward_update: bool = False, recompute_state: str = "s0", extra_bwd_state: bool = False) -> tuple[TraceSummary, TraceSummary]:
+    """Two linears, the first checkpointed: its forward update moved into the backward after its
+    recomputation (``_te_activation_checkpointing_transform``'s result), unless ``forward_update``."""
+    fwd = [
+        ("get_te_fp8_recipe_0", (), ("r0",)),
+        ("get_te_fp8_state_0", ("r0",), ("s0",)),
+        ("get_te_fp8_quantizers_0", ("s0",), ("q0", "q1")),
+        ("te_functional_linear_fwd", ("x", "t_0_weight", "q0", "q1"), ("a", "qa", "qw")),
+        *([("te_fp8_amax_and_scale_update", ("r0", "s0", "a"), ("a1",))] if forward_update else []),
+        ("get_te_fp8_state_1", ("r0",), ("s1",)),
+        ("get_te_fp8_quantizers_1", ("s1",), ("q2", "q3")),
+        ("te_functional_linear_fwd", ("a", "t_1_weight", "q2", "q3"), ("y", "qa2", "qw2")),
+        ("te_fp8_amax_and_scale_update", ("r0", "s1", "y"), ("y1",)),
+        ("get_te_fp8_state_2", ("r0",), ("s2",)),
+        ("get_te_fp8_state_3", ("r0",), ("s3",)),
+        ("python_return", ("y1",), ()),
+    ]
+    recompute_states = [("get_te_fp8_state_9", ("r0",), ("s9",))] if extra_bwd_state else []
+    bwd = [
+        *recompute_states,
+        ("get_te_fp8_quantizers_4", (recompute_state,), ("q4", "q5")),
+        ("te_functional_linear_fwd", ("x", "t_0_weight", "q4", "q5"), ("ar", "qar", "qwr")),
+        ("te_fp8_amax_and_scale_update", ("r0", recompute_state, "ar"), ("ar1",)),
+        ("get_te_fp8_quantizers_2", ("s2",), ("q6",)),
+        ("te_functional_linear_bwd", ("g", "qa2", "qw2", "q2", "q3", "q6"), ("ga", "gw")),
+        ("te_fp8_amax_and_scale_update", ("r0", "s2", "ga"), ("ga1",)),
+        ("get_te_fp8_quantizers_3", ("s3",), ("q7",)),
+        ("te_functional_linear_bwd", ("ga1", "qar", "qwr", "q4", "q5", "q7"), ("gx", "gw0")),
+        ("te_fp8_amax_and_scale_update", ("r0", "s3", "gx"), ("gx1",)),
+        ("python_return", ("gx1",), ()),
+    ]
+    return _rows("fwd", fwd), _rows("bwd", bwd)
+
+
+def test_a_checkpointed_step_updates_each_fp8_state_once_and_recomputes_with_the_forward_state() -> None:
+    assert check_fp8_state_updates(*_checkpointed_step(), n_linears=2) == []
+
+
+def test_a_checkpointed_step_that_keeps_the_forward_update_too_is_a_violation() -> None:
+    violations = check_fp8_state_updates(*_checkpointed_step(forward_update=True), n_linears=2)
+    assert _invariants(violations) == ["one-update-per-fp8-state"]
+    assert "get_te_fp8_state_0" in violations[0].message
+
+
+def test_a_recomputation_with_a_state_of_its_own_is_a_violation() -> None:
+    violations = check_fp8_state_updates(*_checkpointed_step(recompute_state="s9", extra_bwd_state=True), n_linears=2)
+    assert _invariants(violations) == ["one-fp8-state-per-linear", "one-update-per-fp8-state", "recompute-reuses-forward-fp8-state"]
+
+
+def test_a_forward_only_step_has_one_state_per_linear() -> None:
+    forward, _ = _checkpointed_step(forward_update=True)
+    only_forward = TraceSummary("fwd", tuple(r for r in forward.rows if r.name not in ("get_te_fp8_state_2", "get_te_fp8_state_3")))
+    assert check_fp8_state_updates(only_forward, None, n_linears=2) == []
+    assert _invariants(check_fp8_state_updates(only_forward, None, n_linears=3)) == ["one-fp8-state-per-linear"]
+
+
+def test_recomputed_linears_are_counted() -> None:
+    _, backward = _checkpointed_step()
+    assert check_no_forward_linear_in_backward(backward, "functional", recomputed=1) == []
+    assert _invariants(check_no_forward_linear_in_backward(backward, "functional")) == ["recomputed-te-linears"]

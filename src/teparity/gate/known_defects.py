@@ -191,12 +191,46 @@ def _no_allreduce_behind_input_grad(evidence: dict[str, Any], env: Environment) 
     )
 
 
+def _no_grad_left_to_torch(evidence: dict[str, Any], env: Environment) -> bool:
+    return evidence["claimed"] == 0 and not env.executors[evidence["executor"]].te_imports_failed
+
+
+def _state_restarts_each_step(evidence: dict[str, Any], env: Environment) -> bool:
+    by_step = evidence["forwards_by_step"] or {}
+    thunder, eager = by_step.get("thunder") or [], by_step.get("eager") or []
+    first = evidence["first_difference"]
+    return (
+        not evidence["case_errors"]
+        and len(thunder) > 1 and all(n == 1 for n in thunder)
+        and len(eager) == len(thunder) and eager[-1] > 1
+        and first is not None and first[0] == 1
+    )
+
+
+def _bf16_weight_quantized(evidence: dict[str, Any], env: Environment) -> bool:
+    """Linear "0": the same input amax on both sides, and thunder's weight amax is eager's rounded to
+    bfloat16 (and differs from it)."""
+    import torch
+
+    amaxes = evidence["first_amaxes"] or {}
+    eager, thunder = (amaxes.get(side, {}).get("0", {}) for side in ("eager", "thunder"))
+    if not {"input", "weight"} <= eager.keys() & thunder.keys():
+        return False
+    rounded = float(torch.tensor(eager["weight"]).to(torch.bfloat16).float())
+    return (
+        not evidence["case_errors"]
+        and eager["input"] == thunder["input"]
+        and thunder["weight"] == rounded != eager["weight"]
+    )
+
+
 #: Every gate check that needs TE to run a linear (a harness test keeps it in step with the tiers).
 _TE_RUNS = ("te-claims-every-linear", "te-trace-invariants", "numerics", "numerics-fp32-bias", "ddp", "ddp-first-step",
             "ddp-grad-accumulation", "ddp-fp8-group-per-rank", "ddp-fp8-group-subgroups-of-2", "ddp-llama",
             "ddp-llama-grad-accumulation", "activation-checkpointing", "thunderfx", "recipe-change", "inference",
             "torch-autocast", "llama-block")
 _FP8_GROUPS = ("ddp-fp8-group-per-rank", "ddp-fp8-group-subgroups-of-2")
+_FEATURES_RUN = "docs/results/h200-te2.20.2-features/call1-aa780f0"
 
 REGISTRY: tuple[KnownDefect, ...] = (
     KnownDefect(
@@ -313,6 +347,62 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "then buckets nothing (thunder's test_ddp_grad_bucketing became a strict xfail); the walk in ddp.py is "
         "unchanged through 0.2.6",
         seen=("docs/results/cpu-ddp-transform-2024", "docs/results/h200-te1.8.0-thunder0.2.0.dev20240728"),
+    ),
+    KnownDefect(
+        id="no-grad-forward-left-to-torch",
+        summary="under torch.no_grad neither TE executor claims a linear: thunder runs the inference forward in torch",
+        executors=("legacy", "functional"),
+        checks=("inference",),
+        thunder=">=0.2.0.dev20240609,<0.2.8",
+        te=">=1.6,<2.21",
+        failure=SilentFallback,
+        matches=_no_grad_left_to_torch,
+        signature="no linear is held by TE, and the executor's TE imports did not fail",
+        cause="both executors register TE for prims.linear only (transformer_engineex_impl.py and transformer_engine_v1ex.py "
+        "register_implementation(linear_prim / prims.linear, ...)); with grad enabled thunder's autodiff decomposes "
+        "torch.nn.functional.linear to prims.linear and the grad transform takes it, but a no-grad trace keeps "
+        "ltorch.linear, which the torch executor claims whole, so TE never sees the prim. Run on thunder 0.2.6 and "
+        "0.2.7.dev20260201 with TE 2.20.2 (functional; 0.2.6's legacy executor has no TE there); the rest of the range "
+        "is read, not run: the same prims.linear-only registration in every build from 0.2.0.dev20240609",
+        seen=(_FEATURES_RUN,),
+    ),
+    KnownDefect(
+        id="functional-new-recipe-object-resets-fp8-state",
+        summary="thunder's functional TE executor starts a new FP8 state whenever the recipe object changes, where "
+        "eager TE keeps each module's state across DelayedScaling recipes",
+        executors=("functional",),
+        checks=("recipe-change",),
+        thunder=">=0.2.3,<0.2.8",
+        te=">=2.9,<2.21",
+        failure=PartedFromEager,
+        matches=_state_restarts_each_step,
+        signature="no case raised; step 0 matches, the first difference is at step 1; thunder's amax history holds "
+        "one forward pass at every step while eager TE's grows",
+        cause="thunder/executors/transformer_engineex_impl.py TERecipeState.__call__ keeps its state only while "
+        "`self.parent_recipe is recipe` and otherwise creates a new RecipeState (transformer_engine_v2ex_impl.py the "
+        "same in 0.2.3-0.2.5); eager TE (module/base.py init_fp8_metadata, set_meta_tensor) does nothing for an "
+        "equal recipe and, for another DelayedScaling recipe, keeps the state and adjusts its amax history length. "
+        "A loop that builds its recipe inline (te.autocast(recipe=DelayedScaling())) never accumulates an amax history",
+        seen=(_FEATURES_RUN,),
+    ),
+    KnownDefect(
+        id="autocast-quantizes-a-bf16-copy-of-the-weight",
+        summary="under torch.autocast thunder casts each fp32 weight to bfloat16 before TE quantizes it, where eager "
+        "TE quantizes the fp32 weight: the FP8 weights differ by double rounding",
+        executors=("legacy", "functional"),
+        checks=("torch-autocast",),
+        thunder=">=0.2.3,<0.2.8",
+        te=">=2.9,<2.21",
+        failure=PartedFromEager,
+        matches=_bf16_weight_quantized,
+        signature="no case raised; the first linear's step-0 input amax is equal on both sides and thunder's weight "
+        "amax is eager TE's rounded to bfloat16",
+        cause="thunder/transforms/autocast.py _linear_autocast_impl downcasts a, w (and bias) with maybe_downcast_to "
+        "before prims.linear, which the TE executor then takes; eager te.Linear (module/linear.py _Linear.forward) "
+        "quantizes the fp32 parameter with get_weight_workspace and casts for AMP only without FP8. A weight near an "
+        "E4M3 rounding midpoint rounds to another E4M3 value, and the E5M2 gradients carry that beyond TE's own "
+        "tolerances from step 0 (seen: 4 of 256 outputs and 88 of 2048 weight-gradient entries outside them)",
+        seen=(_FEATURES_RUN,),
     ),
 )
 

@@ -74,25 +74,31 @@ def functional_snapshot(forward_trace: Any, backward_trace: Any | None, linear_n
         for proxy in bsym.flat_proxy_outs
     }
 
+    def state_symbol(quantizer: Any) -> Any:
+        """The ``get_te_fp8_state_N`` symbol behind a quantizer (through ``get_te_fp8_quantizers_N``)."""
+        return producers[producers[quantizer.name].args[0].name]
+
     def recipe_state(quantizer: Any) -> Any:
-        quantizers = producers[quantizer.name]
-        state = producers[quantizers.args[0].name]
+        state = state_symbol(quantizer)
         return state._call_ctx[state.sym.name].state
 
+    # A backward linear is matched to its forward linear by the forward state its input quantizer was
+    # made from: under activation checkpointing the backward's quantizers are the recomputation's, made
+    # from the same forward state (thunder's checkpointing transform reuses it).
     per_linear: list[dict[str, dict[str, Any]]] = []
     weights: list[str | None] = []
-    by_weight_quantizer: dict[str, dict[str, dict[str, Any]]] = {}
+    by_forward_state: dict[str, dict[str, dict[str, Any]]] = {}
     for bsym in forward_trace.bound_symbols:
         if bsym.sym.name == "te_functional_linear_fwd":
-            _, weight, _, q_input, q_weight = bsym.args
+            _, weight, _, q_input, _ = bsym.args
             state = _roles(recipe_state(q_input), FORWARD_ROLES)
             per_linear.append(state)
             weights.append(_weight_name(weight))
-            by_weight_quantizer[q_weight.name] = state
+            by_forward_state[state_symbol(q_input).sym.name] = state
     for bsym in () if backward_trace is None else backward_trace.bound_symbols:
         if bsym.sym.name == "te_functional_linear_bwd":
-            q_weight, q_grad_output = bsym.args[4], bsym.args[5]
-            by_weight_quantizer[q_weight.name].update(_roles(recipe_state(q_grad_output), BACKWARD_ROLES))
+            q_input, q_grad_output = bsym.args[3], bsym.args[5]
+            by_forward_state[state_symbol(q_input).sym.name].update(_roles(recipe_state(q_grad_output), BACKWARD_ROLES))
     return _by_name(linear_names, per_linear, weights)
 
 

@@ -129,7 +129,10 @@ def _run_case_or_record(side: Side, spec: PairSpec, case: Case, rank: int, world
             if hasattr(error, "add_note"):  # Python 3.11+: the traceback then names the case
                 error.add_note(f"teparity: {side} side, case {case.label()}")
             raise
-        run.error = traceback.format_exc()  # the traces recorded so far stay: TE claims are judged first
+        # The exception first (a long message would push it out of a tail), then the traceback; the traces
+        # recorded so far stay: TE claims are judged first.
+        summary = "".join(traceback.format_exception_only(error)).strip().splitlines()[0][:400]
+        run.error = f"{summary}\n{traceback.format_exc()}"
     return run
 
 

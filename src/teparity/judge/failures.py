@@ -30,7 +30,9 @@ class PartedFromEager(GateFailure):
     FP8 state beyond the rule), ``first_difference`` (``(step, micro)`` of the first numeric one, micro
     None for a parameter gradient or state, or None), ``cache_entries`` (per rank and case, thunder
     side), ``micro_batches``, ``forwards_recorded`` (``{"eager": n, "thunder": n}``: forward passes
-    that the step-0 FP8 amax history holds, or None)."""
+    that the step-0 FP8 amax history holds, or None), ``forwards_by_step`` (the same per step, a list
+    per side), ``first_amaxes`` (per side, linear and role: rank 0's first case's newest amax after
+    step 0), ``variant`` (``PairSpec.variant()``)."""
 
 
 class ReducedOutsideTheGroup(GateFailure):

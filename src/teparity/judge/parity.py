@@ -76,7 +76,8 @@ def case_errors(eager_by_rank: list[list[CaseRun]], thunder_by_rank: list[list[C
     """Cases that raised on either side, with the last lines of their tracebacks."""
     errors = []
     for rank, side, run in _raised(eager_by_rank, thunder_by_rank):
-        tail = "\n      ".join(run.error.strip().splitlines()[-4:])
+        lines = run.error.strip().splitlines()
+        tail = "\n      ".join(lines[:1] + lines[-4:])  # the exception (first line), then where it was raised
         errors.append(f"rank {rank} {side} side, case {run.case.label()} raised:\n      {tail}")
     return errors
 
@@ -173,6 +174,12 @@ def forwards_recorded(snapshot: Snapshot) -> int | None:
     return None if first is None else int(first["amax_history"].ne(0).sum())
 
 
+def newest_amaxes(snapshot: Snapshot) -> dict[str, dict[str, float]]:
+    """The newest amax of every linear and role, as floats: the last row of its history (TE's update rolls
+    the history up by one and zeroes row 0 for the next measurement)."""
+    return {linear: {role: float(state["amax_history"][-1]) for role, state in roles.items()} for linear, roles in snapshot.items()}
+
+
 def sync_counts(runs_by_rank: list[list[CaseRun]]) -> dict[int, dict[str, list[int]]]:
     return {
         rank: {run.case.label(): [s.backward_syncs for s in run.steps] for run in runs}
@@ -221,8 +228,9 @@ def assert_parity(
     result.differences[:0] = case_errors(eager_by_rank, thunder_by_rank) + across.differences
     if not result.differences:
         return result
-    step0 = [runs[0][0].steps[0].fp8_state if runs[0][0].steps else {} for runs in (eager_by_rank, thunder_by_rank)]
-    forwards = {"eager": forwards_recorded(step0[0]), "thunder": forwards_recorded(step0[1])}
+    sides = {"eager": eager_by_rank[0][0], "thunder": thunder_by_rank[0][0]}
+    by_step = {side: [forwards_recorded(step.fp8_state) for step in run.steps] for side, run in sides.items()}
+    forwards = {side: steps[0] if steps else None for side, steps in by_step.items()}
     # Ahead of the list of differences, so that a report's evidence (its head) keeps it.
     seen = f"; forward passes in rank 0's step-0 amax history (first case and linear): {forwards}" if spec.micro_batches > 1 else ""
     message = result.message(f"thunder vs eager TE; {ctx}{seen}")
@@ -234,4 +242,7 @@ def assert_parity(
         cache_entries=compiled_entries(thunder_by_rank),
         micro_batches=spec.micro_batches,
         forwards_recorded=forwards,
+        forwards_by_step=by_step,
+        first_amaxes={side: newest_amaxes(run.steps[0].fp8_state) if run.steps else {} for side, run in sides.items()},
+        variant=spec.variant(),
     )

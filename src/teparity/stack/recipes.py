@@ -19,8 +19,11 @@ RECIPES: dict[str, tuple[str, dict[str, Any]]] = {
         {"fp8_format": "HYBRID", "amax_history_len": 8, "amax_compute_algo": "most_recent", "margin": 1},
     ),
     "current": ("Float8CurrentScaling", {}),
+    #: The default but for its margin: a recipe change that keeps the history length and formats.
+    "delayed-margin1": ("DelayedScaling", {"margin": 1}),
 }
-RECIPE_IDS = tuple(RECIPES)
+#: The recipes the numerics tier runs each executor on.
+RECIPE_IDS = ("delayed", "delayed-e4m3-len4-max", "delayed-hybrid-len8-recent-margin1", "current")
 
 
 def build(recipe_id: str) -> Any:

@@ -27,7 +27,12 @@ from teparity.stack.versions import (
 ENV_VAR = "TEPARITY_INJECT"
 
 
-Requirement = Literal["legacy-sync", "legacy-te", "functional-te", "functional-fp8-group", "te", "ddp-transform"]
+Requirement = Literal[
+    "legacy-sync", "legacy-te", "functional-te", "functional-fp8-group", "functional-checkpointing", "te", "ddp-transform"
+]
+#: The first release whose functional executor has ``_te_activation_checkpointing_transform`` (read in the
+#: wheels: 0.2.5.dev20250720 has none, 0.2.5 has it).
+CHECKPOINTING_TRANSFORM_SINCE = "0.2.5"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +60,14 @@ class Mutation:
                     "default group (the strict xfail of ddp-fp8-group-per-rank): this regression needs a build "
                     "that honours fp8_group"
                 )
+            return None
+        if self.requires == "functional-checkpointing":
+            if reason := env.executor_reason("functional") or env.fp8_reason():
+                return reason
+            version = parse_version(env.versions.thunder or "")
+            if version is not None and version < parse_version(CHECKPOINTING_TRANSFORM_SINCE):
+                return (f"lightning-thunder {env.versions.thunder} has no _te_activation_checkpointing_transform "
+                        f"(from {CHECKPOINTING_TRANSFORM_SINCE})")
             return None
         if self.requires == "ddp-transform":
             return _ddp_transform_reason(env)
@@ -162,6 +175,16 @@ def _perturb_legacy_scale() -> None:
         return result
 
     _override(module, "FP8GlobalStateManager", "reduce_and_update_fp8_tensors", reduce_and_update)
+
+
+def _checkpointing_transform_skipped() -> None:
+    """thunder's TE activation-checkpointing transform does nothing: a recomputed linear keeps its own
+    amax/scale update, so a checkpointed linear's FP8 state is updated twice per step."""
+    import thunder.executors.transformer_engineex as te_executor
+
+    if getattr(te_executor, "_te_activation_checkpointing_transform", None) is None:
+        raise LookupError("cannot inject: this thunder has no _te_activation_checkpointing_transform")
+    te_executor._te_activation_checkpointing_transform = lambda trace: trace
 
 
 def _decline_every_linear() -> None:
@@ -354,6 +377,13 @@ CATALOG: dict[str, Mutation] = {
             "every functional amax/scale update applied twice: histories roll twice per step",
             "functional-te",
             lambda: _patch_functional_update(_twice),
+        ),
+        Mutation(
+            "checkpointing-transform-skipped",
+            "thunder's TE activation-checkpointing transform skipped: the recomputed linears update their FP8 "
+            "state again in the backward (twice per step)",
+            "functional-checkpointing",
+            _checkpointing_transform_skipped,
         ),
         Mutation(
             "ddp-gradient-not-reduced",
