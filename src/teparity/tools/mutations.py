@@ -27,7 +27,9 @@ from teparity.stack.versions import (
 ENV_VAR = "TEPARITY_INJECT"
 
 
-Requirement = Literal["legacy-sync", "legacy-te", "functional-te", "functional-fp8-group", "te", "ddp-transform"]
+Requirement = Literal[
+    "legacy-sync", "legacy-te", "functional-te", "functional-fp8-group", "te", "ddp-transform", "fsdp-transform"
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +60,8 @@ class Mutation:
             return None
         if self.requires == "ddp-transform":
             return _ddp_transform_reason(env)
+        if self.requires == "fsdp-transform":
+            return env.thunder_reason()
         return env.fp8_reason()
 
 
@@ -220,6 +224,28 @@ def _one_gradient_not_reduced() -> None:
     ddp_v2.DDPTransform.transform_module = transform_module
 
 
+def _fsdp_gradient_not_reduced() -> None:
+    """The backward of FSDP's ``synchronize`` (``thunder.distributed.prims``, registered in
+    ``thunder.core.transforms.backward_impls``) keeps this rank's dim-0 slice of its own pre-averaged
+    gradient instead of reduce-scattering it: the sharded gradients are never summed across ranks.
+    DDP's (REPLICATED) synchronize is left as it is."""
+    import torch.distributed as dist
+    from thunder.core import transforms
+    from thunder.core.proxies import DistParallelType
+    from thunder.distributed.prims import PrimIDs
+
+    real = transforms.backward_impls[PrimIDs.SYNCHRONIZE]
+
+    def backward(distparallel_type: Any, group: Any, grad: Any) -> Any:
+        if distparallel_type != DistParallelType.FULLY_SHARDED:
+            return real(distparallel_type, group, grad)
+        size, rank = group.size(), dist.get_rank(group)
+        chunk = grad.shape[0] // size
+        return (grad / size)[rank * chunk:(rank + 1) * chunk], None
+
+    transforms.backward_impls[PrimIDs.SYNCHRONIZE] = backward
+
+
 def _patch_autocast_wrapper(wrapper: Callable[[Any], str]) -> None:
     """Replace the decorator line that thunder's trace printer puts on the legacy forward program."""
     module = _legacy_module()
@@ -360,6 +386,13 @@ CATALOG: dict[str, Mutation] = {
             "thunder's DDP transform leaves the last parameter unsynchronized: its gradient is never all-reduced",
             "ddp-transform",
             _one_gradient_not_reduced,
+        ),
+        Mutation(
+            "fsdp-gradient-not-reduced",
+            "thunder's FSDP backward keeps each rank's own slice of its gradient instead of reduce-scattering it: "
+            "sharded gradients are never summed across ranks",
+            "fsdp-transform",
+            _fsdp_gradient_not_reduced,
         ),
         Mutation(
             "checker-declines",
