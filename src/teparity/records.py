@@ -63,6 +63,11 @@ class PairSpec:
     #: blocks of k ranks (1: each rank alone), the group an amax reduction must stay within.
     fp8_group_size: int | None = None
     lr: float = 0.05
+    #: thunder's FSDP (``thunder.distributed.fsdp``) against torch FSDP2 (``fully_shard``) instead of DDP:
+    #: ``"ZERO2"`` or ``"ZERO3"`` (``teparity.inrank.fsdp_sides``), or None.
+    fsdp: str | None = None
+    #: thunder fsdp's ``bucketing_strategy`` by name (``"NONE"``, ``"LAYER"``, ``"BLOCK"``); None is its default.
+    fsdp_bucketing: str | None = None
     #: The thunder side's layers before the last linear under ``torch.utils.checkpoint`` (non-reentrant);
     #: eager TE runs the model without it, the numbers checkpointing must not change.
     checkpoint: bool = False

@@ -22,12 +22,19 @@ KILLS = {
     "sync-missing": ((*PLACEMENT, *RUNS_ONCE), "expected exactly one te_sync_fp8_meta_bwd, found 0"),
     "sync-duplicated": ((*PLACEMENT, *RUNS_ONCE), "expected exactly one te_sync_fp8_meta_bwd, found 2"),
     "ddp-gradient-not-reduced": (("ddp-transform-matches-torch-ddp",), "step 0 grad of 2.bias: Tensor-likes are not close"),
+    "fsdp-gradient-not-reduced": (
+        tuple(f"fsdp-transform-matches-torch-fsdp[{v}]" for v in ("zero2", "zero3", "zero2-layer", "zero3-layer")),
+        "step 0 grad of 2.bias: Tensor-likes are not close",
+    ),
 }
+#: Checks with no executor column (the transform checks run thunder's default executors).
+EXECUTOR_FREE = {"fsdp-gradient-not-reduced"}
 #: The kill-matrix command's selection: the 1-process trace checks and the DDP-transform check.
 KILL_MATRIX_SELECTION = "not ddp or transform"
 #: The check that each mutant's kill-matrix row must name among its killers.
 FIRST_KILLER = {name: "bwd-sync-placement[1proc]/legacy" for name in KILLS} | {
-    "ddp-gradient-not-reduced": "ddp-transform-matches-torch-ddp/legacy"
+    "ddp-gradient-not-reduced": "ddp-transform-matches-torch-ddp/legacy",
+    "fsdp-gradient-not-reduced": "fsdp-transform-matches-torch-fsdp[zero2]",
 }
 
 pytestmark = [
@@ -66,7 +73,8 @@ def test_the_trace_tier_kills(mutation: str, tmp_path: Path, monkeypatch: pytest
     must_fail, message = KILLS[mutation]
     assert message in run.output, run.output[-3000:]
     report = run.report
-    outcomes = {r["check"]: r["outcome"] for r in report["results"] if r["executor"] == "legacy"}
+    executor = "-" if mutation in EXECUTOR_FREE else "legacy"
+    outcomes = {r["check"]: r["outcome"] for r in report["results"] if r["executor"] == executor}
     survived = [check for check in must_fail if outcomes.get(check) != "FAIL"]
     assert not survived, f"{mutation} survived {survived}; outcomes {outcomes}"
     assert report["environment"]["injected"] == [mutation]

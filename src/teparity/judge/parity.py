@@ -140,9 +140,10 @@ def steps_compared_with_eager(spec: PairSpec, world_size: int) -> int:
     There thunder ddp and torch DDP all-reduce the same bf16 gradients in different summation orders
     (4 H200s, NCCL and gloo: scripts/allreduce_probe.py, docs/facts.md), so from step 1 on the two sides
     part for that alone; only step 0 is compared. The thunder side's own checks (TE claims, trace
-    invariants, sync counts, FP8 state equal across ranks) still cover every step.
+    invariants, sync counts, FP8 state equal across ranks) still cover every step. Under FSDP the
+    reduce-scatter of thunder (pre-divided SUM) and torch FSDP2 (AVG) sum in their own orders too.
     """
-    return spec.steps if not spec.ddp or world_size <= 2 else 1
+    return spec.steps if not (spec.ddp or spec.fsdp) or world_size <= 2 else 1
 
 
 def compare_sides(

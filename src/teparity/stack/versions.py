@@ -320,16 +320,26 @@ def jit_ddp(model: Any, jit_kwargs: dict[str, Any], **ddp_kwargs: Any) -> Any:
     return thunder.distributed.ddp(thunder.jit(model, **jit_kwargs), broadcast_from=None, **ddp_kwargs)
 
 
-def jit_fsdp(model: Any, jit_kwargs: dict[str, Any], strategy: str, device: str) -> Any:
-    """``thunder.distributed.fsdp`` (``strategy``: ``"ZERO2"`` or ``"ZERO3"``) + ``thunder.jit``, in the order
-    this thunder supports (as ``jit_ddp``); the shards live on ``device`` (fsdp's default is the rank's GPU,
-    which a CPU runner has none of). ``broadcast_from=None``: identical seeded weights on every rank."""
+#: ``thunder.distributed.fsdp``'s strategies by name: ``FSDPType`` members (``sharding_strategy``) and
+#: ``FSDPBucketingStrategy`` members (``bucketing_strategy``), the same names in every build from
+#: 0.2.0.dev20240404 to 0.2.7.dev20260201 (docs/facts.md, "thunder's FSDP").
+FSDP_SHARDING = ("ZERO2", "ZERO3")
+FSDP_BUCKETING = ("NONE", "LAYER", "BLOCK")
+
+
+def jit_fsdp(model: Any, jit_kwargs: dict[str, Any], strategy: str, device: str, bucketing: str | None = None) -> Any:
+    """``thunder.distributed.fsdp`` (``strategy``: ``"ZERO2"`` or ``"ZERO3"``; ``bucketing``: ``"NONE"``,
+    ``"LAYER"``, ``"BLOCK"`` or None for fsdp's default, NONE) + ``thunder.jit``, in the order this thunder
+    supports (as ``jit_ddp``); the shards live on ``device`` (fsdp's default is the rank's GPU, which a CPU
+    runner has none of). ``broadcast_from=None``: identical seeded weights on every rank."""
     import thunder
     import thunder.distributed
     import torch
 
     options = {"sharding_strategy": thunder.distributed.FSDPType[strategy], "broadcast_from": None,
                "device": torch.device(device)}
+    if bucketing is not None:
+        options["bucketing_strategy"] = thunder.distributed.FSDPBucketingStrategy[bucketing]
     version = parse_version(installed_version("lightning-thunder") or "")
     if version is not None and version < DDP_OF_JITTED_SINCE:
         return thunder.jit(thunder.distributed.fsdp(model, **options), **jit_kwargs)

@@ -28,7 +28,8 @@ ENV_VAR = "TEPARITY_INJECT"
 
 
 Requirement = Literal[
-    "legacy-sync", "legacy-te", "functional-te", "functional-fp8-group", "functional-checkpointing", "te", "ddp-transform"
+    "legacy-sync", "legacy-te", "functional-te", "functional-fp8-group", "functional-checkpointing", "te",
+    "ddp-transform", "fsdp-transform",
 ]
 #: The first release whose functional executor has ``_te_activation_checkpointing_transform`` (read in the
 #: wheels: 0.2.5.dev20250720 has none, 0.2.5 has it).
@@ -71,6 +72,8 @@ class Mutation:
             return None
         if self.requires == "ddp-transform":
             return _ddp_transform_reason(env)
+        if self.requires == "fsdp-transform":
+            return env.thunder_reason()
         return env.fp8_reason()
 
 
@@ -243,6 +246,28 @@ def _one_gradient_not_reduced() -> None:
     ddp_v2.DDPTransform.transform_module = transform_module
 
 
+def _fsdp_gradient_not_reduced() -> None:
+    """The backward of FSDP's ``synchronize`` (``thunder.distributed.prims``, registered in
+    ``thunder.core.transforms.backward_impls``) keeps this rank's dim-0 slice of its own pre-averaged
+    gradient instead of reduce-scattering it: the sharded gradients are never summed across ranks.
+    DDP's (REPLICATED) synchronize is left as it is."""
+    import torch.distributed as dist
+    from thunder.core import transforms
+    from thunder.core.proxies import DistParallelType
+    from thunder.distributed.prims import PrimIDs
+
+    real = transforms.backward_impls[PrimIDs.SYNCHRONIZE]
+
+    def backward(distparallel_type: Any, group: Any, grad: Any) -> Any:
+        if distparallel_type != DistParallelType.FULLY_SHARDED:
+            return real(distparallel_type, group, grad)
+        size, rank = group.size(), dist.get_rank(group)
+        chunk = grad.shape[0] // size
+        return (grad / size)[rank * chunk:(rank + 1) * chunk], None
+
+    transforms.backward_impls[PrimIDs.SYNCHRONIZE] = backward
+
+
 def _patch_autocast_wrapper(wrapper: Callable[[Any], str]) -> None:
     """Replace the decorator line that thunder's trace printer puts on the legacy forward program."""
     module = _legacy_module()
@@ -390,6 +415,13 @@ CATALOG: dict[str, Mutation] = {
             "thunder's DDP transform leaves the last parameter unsynchronized: its gradient is never all-reduced",
             "ddp-transform",
             _one_gradient_not_reduced,
+        ),
+        Mutation(
+            "fsdp-gradient-not-reduced",
+            "thunder's FSDP backward keeps each rank's own slice of its gradient instead of reduce-scattering it: "
+            "sharded gradients are never summed across ranks",
+            "fsdp-transform",
+            _fsdp_gradient_not_reduced,
         ),
         Mutation(
             "checker-declines",

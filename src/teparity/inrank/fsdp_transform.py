@@ -1,0 +1,130 @@
+"""Inside a rank: thunder's FSDP transform (``thunder.distributed.fsdp``, thunder's default executors, no
+TE) or torch's FSDP2 (``fully_shard``) on the CPU, fp32, with gloo: the trace tier's
+``fsdp-transform-matches-torch-fsdp``.
+
+ZeRO2 is ``fully_shard(reshard_after_forward=False)`` (torch's SHARD_GRAD_OP: parameters gathered for the
+forward and kept unsharded through the backward), ZeRO3 ``reshard_after_forward=True`` (FULL_SHARD: freed
+after the forward, gathered again in the backward). FSDP2 and thunder both shard every parameter on its
+first dimension, so the shards are the same slices on both sides; FSDP1 (``FullyShardedDataParallel``)
+flattens each wrapped module's parameters into one ``FlatParameter`` and shards that, so its local
+gradients are slices of another layout (docs/facts.md, "thunder's FSDP").
+
+Each side returns per step the output, the input gradient and the full parameter gradients (gathered
+from the shards: FSDP2's ``DTensor.full_tensor()``, thunder's shards by ``all_gather_into_tensor`` over
+the world, cut to the parameter's shape where thunder padded it) as ``records.DdpTransformRun``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from teparity.records import DdpTransformRun, RankError
+from teparity.stack.versions import jit_fsdp
+
+
+@dataclasses.dataclass(frozen=True)
+class FsdpTransformSpec:
+    """thunder's FSDP (``side="thunder"``) or torch's FSDP2 (``side="torch"``) on the CPU, fp32."""
+
+    side: str = "thunder"
+    #: ``"ZERO2"`` or ``"ZERO3"`` (``versions.FSDP_SHARDING``).
+    sharding: str = "ZERO2"
+    #: thunder fsdp's ``bucketing_strategy`` by name, or None (its default, NONE); the torch side ignores it.
+    bucketing: str | None = None
+    steps: int = 2
+    batch: int = 16
+    sizes: tuple[int, ...] = (32, 64, 16)
+    activation: str | None = "gelu"
+    input_requires_grad: bool = True
+    lr: float = 0.05
+
+
+def gather_shard(shard: Any, shape: tuple[int, ...], group: Any = None) -> Any:
+    """The full tensor of ``shape`` from every rank's dim-0 shard (thunder pads dim 0 to a multiple of the
+    world size: the padding is cut off). A collective: every rank calls it, in the same order."""
+    import torch
+    import torch.distributed as dist
+
+    world = dist.get_world_size(group)
+    local = shard.detach().contiguous()
+    full = torch.empty((local.shape[0] * world, *local.shape[1:]), dtype=local.dtype, device=local.device)
+    dist.all_gather_into_tensor(full, local, group=group)
+    return full[: shape[0]].reshape(shape)
+
+
+def fully_shard_model(model: Any, sharding: str, mesh: Any = None, keep_attributes: bool = False) -> Any:
+    """torch FSDP2 on every linear and then the root, as TE's own FSDP2 test does
+    (tests/pytorch/distributed/run_fsdp2_model.py): ZERO2 -> ``reshard_after_forward=False``, ZERO3 ->
+    True. ``keep_attributes``: put back the attributes TE sets on its parameters, which sharding drops."""
+    import torch
+    from torch.distributed.fsdp import fully_shard
+
+    if sharding not in ("ZERO2", "ZERO3"):
+        raise ValueError(f"unknown sharding {sharding!r}: ZERO2 or ZERO3")
+    reshard = sharding == "ZERO3"
+    saved = {name: dict(vars(p)) for name, p in model.named_parameters()} if keep_attributes else {}
+    options: dict[str, Any] = {"reshard_after_forward": reshard}
+    if mesh is not None:
+        options["mesh"] = mesh
+    for layer in model:
+        if isinstance(layer, torch.nn.Linear) or hasattr(layer, "fp8_meta"):
+            fully_shard(layer, **options)
+    fully_shard(model, **options)
+    for name, p in model.named_parameters():
+        for attribute, value in saved.get(name, {}).items():
+            setattr(p, attribute, value)
+    return model
+
+
+def _collectives(trace: Any) -> tuple[str, ...]:
+    names = [bsym.sym.name for bsym in trace.bound_symbols]
+    return tuple(n for n in names if n.startswith("torch_") and n.endswith("_prim_impl"))
+
+
+def fsdp_transform_run(rank: int, world_size: int, spec: FsdpTransformSpec) -> DdpTransformRun:
+    """``spec.steps`` SGD steps of ``plain_mlp`` under thunder's FSDP or torch FSDP2 with rank-dependent
+    inputs. The thunder side returns its exception instead of raising (an FSDP transform that cannot take
+    the model raises at trace construction, on every rank alike, before any collective)."""
+    import thunder
+
+    from teparity.inrank.models import plain_mlp
+
+    model = plain_mlp(spec.sizes, seed=0, activation=spec.activation)
+    shapes = {name: tuple(p.shape) for name, p in model.named_parameters()}
+    if spec.side == "torch":
+        sharded = fully_shard_model(model, spec.sharding)
+        parameters = dict(sharded.named_parameters())
+        return _steps(rank, spec, sharded, parameters, lambda name, grad: grad.full_tensor())
+    try:
+        jitted = jit_fsdp(model, {}, spec.sharding, "cpu", spec.bucketing)
+        parameters = {name: jitted.get_parameter(name) for name in shapes}
+        run = _steps(rank, spec, jitted, parameters, lambda name, grad: gather_shard(grad, shapes[name]))
+    except Exception as error:
+        return DdpTransformRun(error=RankError.of(error))
+    return dataclasses.replace(run, backward_collectives=_collectives(thunder.last_backward_traces(jitted)[-1]))
+
+
+def _steps(
+    rank: int, spec: FsdpTransformSpec, model: Any, parameters: dict[str, Any], full: Callable[[str, Any], Any]
+) -> DdpTransformRun:
+    import torch
+
+    from teparity.inrank.models import seeded_input
+
+    optimizer = torch.optim.SGD(list(parameters.values()), lr=spec.lr)
+    outputs, input_grads, param_grads = [], [], []
+    for step in range(spec.steps):
+        x = seeded_input((spec.batch, spec.sizes[0]), test_seed=4, step=step, rank=rank, device="cpu", dtype=torch.float32)
+        x.requires_grad_(spec.input_requires_grad)
+        y = model(x)
+        y.backward(seeded_input(tuple(y.shape), test_seed=5, step=step, rank=rank, device="cpu", dtype=torch.float32))
+        outputs.append(y.detach().clone())
+        input_grads.append(None if x.grad is None else x.grad.detach().clone())
+        # Sorted: the gathers are collectives, in the same order on every rank.
+        param_grads.append({name: full(name, p.grad).detach().clone() for name, p in sorted(parameters.items())
+                            if p.grad is not None})
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return DdpTransformRun(tuple(outputs), tuple(input_grads), tuple(param_grads))

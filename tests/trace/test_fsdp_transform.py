@@ -1,0 +1,79 @@
+"""Trace tier, CPU: thunder's FSDP transform against torch's FSDP2, on the ranks, with no TE: the same seeded
+Linear-GELU-Linear in fp32 on gloo, rank-dependent inputs that require grad, 2 SGD steps, ZeRO2 and
+ZeRO3 (each also with LAYER bucketing); per rank and step the outputs, the input gradients and the full
+(gathered) parameter gradients, within torch's float32 tolerance.
+
+The FP8 fsdp tier holds thunder fsdp + TE to torch FSDP2 + eager TE; this check holds the transform itself,
+so that an FSDP regression is named as one, on every runner. Regressions it guards: a gradient that is
+not reduce-scattered (each rank keeping its own), not averaged, or gathered from the wrong shards.
+ZeRO2 is FSDP2's ``reshard_after_forward=False``, ZeRO3 its ``True`` (``teparity.inrank.fsdp_transform``).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from typing import Any
+
+import pytest
+
+from teparity.gate.ranks import RankRunner
+from teparity.inrank.fsdp_transform import FsdpTransformSpec, fsdp_transform_run
+from teparity.judge.compare import Comparison, compare_ddp_runs
+from teparity.judge.failures import RaisedOnTheRanks
+from teparity.judge.tolerances import FP32_AGAINST_TORCH
+from teparity.records import DdpTransformRun
+
+pytestmark = [pytest.mark.multirank]
+
+#: variant -> (sharding, bucketing)
+VARIANTS = {"zero2": ("ZERO2", None), "zero3": ("ZERO3", None), "zero2-layer": ("ZERO2", "LAYER"),
+            "zero3-layer": ("ZERO3", "LAYER")}
+
+
+def _assert_ran(runs: list[DdpTransformRun], ctx: str) -> None:
+    __tracebackhide__ = True
+    raised = [(rank, run.error) for rank, run in enumerate(runs) if run.error is not None]
+    if raised:
+        blocks = "\n".join(f"--- rank {rank} raised ---\n{error.traceback.rstrip()}" for rank, error in raised)
+        raise RaisedOnTheRanks(
+            f"thunder's FSDP transform raised on {len(raised)} of {len(runs)} ranks: {raised[0][1].type}: "
+            f"{raised[0][1].message}; {ctx}\n{blocks}",
+            world_size=len(runs),
+            errors=[{"rank": rank, "type": e.type, "message": e.message, "functions": e.functions} for rank, e in raised],
+        )
+
+
+@pytest.fixture(scope="module")
+def torch_fsdp() -> dict[str, list[DdpTransformRun]]:
+    """torch FSDP2's runs per sharding (bucketing is thunder's alone: one reference serves both)."""
+    return {}
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.check("fsdp-transform-matches-torch-fsdp[{variant}]")
+def test_fsdp_transform_matches_torch_fsdp(
+    variant: str, teparity_env: Any, rank_runner: RankRunner, world_size: int, evidence: Any,
+    torch_fsdp: dict[str, list[DdpTransformRun]],
+) -> None:
+    if reason := teparity_env.thunder_reason():
+        pytest.skip(reason)
+    sharding, bucketing = VARIANTS[variant]
+    spec = FsdpTransformSpec(sharding=sharding, bucketing=bucketing)
+    ctx = (f"{teparity_env.versions.describe()}; thunder fsdp {sharding}, bucketing {bucketing or 'NONE (default)'}, "
+           f"thunder's default executors (no TE) against torch FSDP2 fully_shard(reshard_after_forward="
+           f"{sharding == 'ZERO3'}); {world_size} gloo ranks on the CPU, fp32, {spec.steps} steps, sizes {spec.sizes}, "
+           f"{spec.activation}")
+    thunder = rank_runner(fsdp_transform_run, spec, world_size=world_size)
+    _assert_ran(thunder, ctx)
+    if sharding not in torch_fsdp:
+        torch_fsdp[sharding] = rank_runner(fsdp_transform_run, dataclasses.replace(spec, side="torch", bucketing=None),
+                                           world_size=world_size)
+    reference = torch_fsdp[sharding]
+    result = Comparison()
+    compare_ddp_runs(reference, thunder, FP32_AGAINST_TORCH, result=result)
+    if result.differences:
+        pytest.fail(result.message(f"thunder's FSDP transform vs torch FSDP2; {ctx}"), pytrace=False)
+    collectives = collections.Counter(name.removeprefix("torch_").removesuffix("_prim_impl") for name in thunder[0].backward_collectives)
+    evidence(f"{world_size} ranks x {spec.steps} steps, {sharding}, bucketing {bucketing or 'NONE'}, input requires grad, "
+             f"full gradients gathered: {result.summary()}; rank 0's backward collectives: {dict(sorted(collectives.items()))}")
