@@ -228,7 +228,7 @@ def _bf16_weight_quantized(evidence: dict[str, Any], env: Environment) -> bool:
 _TE_RUNS = ("te-claims-every-linear", "te-trace-invariants", "numerics", "numerics-fp32-bias", "ddp", "ddp-first-step",
             "ddp-grad-accumulation", "ddp-fp8-group-per-rank", "ddp-fp8-group-subgroups-of-2", "ddp-llama",
             "ddp-llama-grad-accumulation", "activation-checkpointing", "thunderfx", "recipe-change", "inference",
-            "torch-autocast", "llama-block")
+            "torch-autocast", "llama-block", "fsdp")
 _FP8_GROUPS = ("ddp-fp8-group-per-rank", "ddp-fp8-group-subgroups-of-2")
 _FEATURES_RUN = "docs/results/h200-te2.20.2-features/call1-aa780f0"
 
