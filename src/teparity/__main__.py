@@ -76,10 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     merge.add_argument("--along", choices=AXES, default="te",
                        help="the version that varies along a row of identical verdicts (default te; thunder for one TE)")
     kills = commands.add_parser("kill-matrix", help="run the gate clean and under every applicable mutation")
-    kills.add_argument("paths", nargs="*", default=["tests/trace", "tests/numerics", "tests/ddp"])
+    kills.add_argument("paths", nargs="*", default=["tests/trace", "tests/numerics", "tests/features", "tests/ddp", "tests/fsdp"])
     kills.add_argument("--workdir", type=Path, help="reports and pytest temp dirs (default: a new temp dir)")
     kills.add_argument("--pytest-args", default="", help='extra pytest arguments, e.g. "-n 2"')
     kills.add_argument("--jobs", type=int, default=1, help="mutants run at a time, after the clean run (default 1)")
+    kills.add_argument("--first-kill", action="store_true",
+                       help="stop each mutant's run at its first failure (--maxfail=1): names one killer, not all")
     commands.add_parser("known-defects", help="the known upstream defects registry as markdown")
     timing = commands.add_parser("bench", usage="%(prog)s [options] -- PYTEST ARGS", help="the gate with fresh, warm and forked ranks: wall times, ratios, identical verdicts")
     timing.add_argument("--workdir", type=Path, help="bench.json, every report and log (default: a new temp dir)")
@@ -120,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(markdown())
         return 0
     if args.command == "kill-matrix":
-        return kill_matrix_command(args.paths, args.workdir, args.pytest_args, args.jobs)
+        return kill_matrix_command(args.paths, args.workdir, args.pytest_args, args.jobs, args.first_kill)
     return matrix(args.reports, args.output, args.along)
 
 
@@ -214,13 +216,13 @@ def bisect_command(package: str, good: str, bad: str, pytest_args: list[str], wh
     return 0
 
 
-def kill_matrix_command(paths: list[str], workdir: Path | None, pytest_args: str, jobs: int) -> int:
+def kill_matrix_command(paths: list[str], workdir: Path | None, pytest_args: str, jobs: int, first_kill: bool = False) -> int:
     import shlex
 
     from teparity.tools.killmatrix import kill_matrix
 
     workdir = _workdir(workdir, "teparity-kills-")
-    table, ok = kill_matrix(paths, workdir, shlex.split(pytest_args), jobs, progress=_progress)
+    table, ok = kill_matrix(paths, workdir, shlex.split(pytest_args), jobs, progress=_progress, first_kill=first_kill)
     print(table)
     print(f"reports: {workdir}")
     return 0 if ok else 1

@@ -128,18 +128,20 @@ def test_amax_reduction_stays_in_the_fp8_group(executor: str, layout: str, parit
 
 #: A llama-style block (tests/features' LLAMA) under DDP, as thunder's llama2.c benchmark of PR #80 trains.
 LLAMA = (Case(sizes=(64, 128, 64), lead_shape=(2, 16), dtype="float32", model="llama", seed=4),)
+#: Two steps, as tests/features' llama-block (why there).
+LLAMA_STEPS = 2
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.check("ddp-llama")
 def test_llama_block_under_ddp_matches_torch_ddp(executor: str, parity: Pairs, world_size: int) -> None:
     """A llama-style block, every projection TE-claimed, one micro-batch per step."""
-    _assert_ddp_parity(parity.run(PairSpec(executor, "delayed", LLAMA, steps=2, ddp=True), world_size=world_size), parity)
+    _assert_ddp_parity(parity.run(PairSpec(executor, "delayed", LLAMA, steps=LLAMA_STEPS, ddp=True), world_size=world_size), parity)
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.check("ddp-llama-grad-accumulation")
 def test_llama_block_gradient_accumulation_matches_no_sync(executor: str, parity: Pairs, world_size: int) -> None:
     """Four micro-batches per step, the gradient all-reduce on the last only (llama2.c's loop)."""
-    spec = PairSpec(executor, "delayed", LLAMA, steps=2, micro_batches=4, ddp=True)
+    spec = PairSpec(executor, "delayed", LLAMA, steps=LLAMA_STEPS, micro_batches=4, ddp=True)
     _assert_ddp_parity(parity.run(spec, world_size=world_size), parity)

@@ -85,11 +85,14 @@ def _restarts(**changes: Any) -> PartedFromEager:
                       "forwards_by_step": {"eager": [1, 2, 3, 4], "thunder": [1, 1, 1, 1]}, **changes})
 
 
+def _bf16(value: float) -> float:
+    return float(torch.tensor(value).to(torch.bfloat16).float())
+
+
 def _autocast(**changes: Any) -> PartedFromEager:
-    """torch-autocast: the first linear's weight amax on the thunder side is eager TE's rounded to bf16."""
-    weight = 0.123456789  # not a bfloat16 value
-    rounded = float(torch.tensor(weight).to(torch.bfloat16).float())
-    amaxes = {"eager": {"0": {"input": 3.5, "weight": weight}}, "thunder": {"0": {"input": 3.5, "weight": rounded}}}
+    """torch-autocast: the first linear's input and weight amaxes on the thunder side are eager TE's
+    rounded to bf16 (0.123456789 is no bfloat16 value, 3.5 is one)."""
+    amaxes = {"eager": {"0": {"input": 3.5, "weight": 0.123456789}}, "thunder": {"0": {"input": 3.5, "weight": _bf16(0.123456789)}}}
     return _parted(**{"micro_batches": 1, "cache_entries": {0: {"c": 1}}, "first_difference": (0, 0),
                       "first_amaxes": amaxes, **changes})
 
@@ -181,18 +184,31 @@ SIGNATURES: dict[str, tuple[BaseException, Environment, list[tuple[str, BaseExce
             ("eager restarts too", _restarts(forwards_by_step={"eager": [1, 1, 1, 1], "thunder": [1, 1, 1, 1]}), _env()),
         ],
     ),
-    "autocast-quantizes-a-bf16-copy-of-the-weight": (
+    "autocast-quantizes-bf16-copies": (
         _autocast(),
         _env(),
         [
-            ("same weight amax", _autocast(first_amaxes={"eager": {"0": {"input": 3.5, "weight": 0.5}},
-                                                         "thunder": {"0": {"input": 3.5, "weight": 0.5}}}), _env()),
-            ("input amax differs", _autocast(first_amaxes={"eager": {"0": {"input": 3.5, "weight": 0.123456789}},
-                                                           "thunder": {"0": {"input": 3.25, "weight": 0.12353515625}}}), _env()),
+            ("same amaxes", _autocast(first_amaxes={"eager": {"0": {"input": 3.5, "weight": 0.5}},
+                                                    "thunder": {"0": {"input": 3.5, "weight": 0.5}}}), _env()),
+            ("input off by more than rounding", _autocast(first_amaxes={"eager": {"0": {"input": 3.5, "weight": 0.123456789}},
+                                                                        "thunder": {"0": {"input": 3.25, "weight": _bf16(0.123456789)}}}), _env()),
             ("weight off by more than rounding", _autocast(first_amaxes={"eager": {"0": {"input": 3.5, "weight": 0.123456789}},
                                                                          "thunder": {"0": {"input": 3.5, "weight": 0.25}}}), _env()),
             ("no state", _autocast(first_amaxes={"eager": {}, "thunder": {}}), _env()),
             ("a case raised", _autocast(case_errors=[{"case": Case(), "side": "thunder", "error": "boom"}]), _env()),
+        ],
+    ),
+    "legacy-checkpointing-recomputes-outside-fp8": (
+        _parted(micro_batches=1, first_difference=(0, None), variant="activation checkpointing of every layer but the last"),
+        _env(),
+        [
+            ("an output of step 0 differs", _parted(micro_batches=1, first_difference=(0, 0),
+                                                    variant="activation checkpointing of every layer but the last"), _env()),
+            ("a later step", _parted(micro_batches=1, first_difference=(1, None),
+                                     variant="activation checkpointing of every layer but the last"), _env()),
+            ("no checkpointing", _parted(micro_batches=1, first_difference=(0, None), variant=""), _env()),
+            ("a case raised", _parted(micro_batches=1, first_difference=(0, None), case_errors=[{"case": Case(), "side": "thunder", "error": "x"}],
+                                      variant="activation checkpointing of every layer but the last"), _env()),
         ],
     ),
 }

@@ -204,5 +204,7 @@ def test_a_forward_only_step_has_one_state_per_linear() -> None:
 
 def test_recomputed_linears_are_counted() -> None:
     _, backward = _checkpointed_step()
-    assert check_no_forward_linear_in_backward(backward, "functional", recomputed=1) == []
+    assert check_no_forward_linear_in_backward(backward, "functional", recomputed=(1, 1)) == []
+    assert check_no_forward_linear_in_backward(backward, "functional", recomputed=(1, 2)) == []
+    assert _invariants(check_no_forward_linear_in_backward(backward, "functional", recomputed=(2, 2))) == ["recomputed-te-linears"]
     assert _invariants(check_no_forward_linear_in_backward(backward, "functional")) == ["recomputed-te-linears"]

@@ -207,21 +207,27 @@ def _state_restarts_each_step(evidence: dict[str, Any], env: Environment) -> boo
     )
 
 
-def _bf16_weight_quantized(evidence: dict[str, Any], env: Environment) -> bool:
-    """Linear "0": the same input amax on both sides, and thunder's weight amax is eager's rounded to
-    bfloat16 (and differs from it)."""
+def _bf16_copies_quantized(evidence: dict[str, Any], env: Environment) -> bool:
+    """Linear "0" (fed the fp32 input): thunder's step-0 input and weight amaxes are eager TE's rounded
+    to bfloat16, and at least one of them differs from eager's."""
     import torch
 
     amaxes = evidence["first_amaxes"] or {}
     eager, thunder = (amaxes.get(side, {}).get("0", {}) for side in ("eager", "thunder"))
-    if not {"input", "weight"} <= eager.keys() & thunder.keys():
+    roles = ("input", "weight")
+    if not set(roles) <= eager.keys() & thunder.keys():
         return False
-    rounded = float(torch.tensor(eager["weight"]).to(torch.bfloat16).float())
+    rounded = {role: float(torch.tensor(eager[role]).to(torch.bfloat16).float()) for role in roles}
     return (
         not evidence["case_errors"]
-        and eager["input"] == thunder["input"]
-        and thunder["weight"] == rounded != eager["weight"]
+        and all(thunder[role] == rounded[role] for role in roles)
+        and any(thunder[role] != eager[role] for role in roles)
     )
+
+
+def _recomputed_outside_fp8(evidence: dict[str, Any], env: Environment) -> bool:
+    first = evidence["first_difference"]
+    return not evidence["case_errors"] and first == (0, None) and "activation checkpointing" in evidence["variant"]
 
 
 #: Every gate check that needs TE to run a linear (a harness test keeps it in step with the tiers).
@@ -231,6 +237,7 @@ _TE_RUNS = ("te-claims-every-linear", "te-trace-invariants", "numerics", "numeri
             "torch-autocast", "llama-block", "fsdp")
 _FP8_GROUPS = ("ddp-fp8-group-per-rank", "ddp-fp8-group-subgroups-of-2")
 _FEATURES_RUN = "docs/results/h200-te2.20.2-features/call1-aa780f0"
+_FEATURES_RUN_TE29 = "docs/results/h200-te2.9.0-features/call2-65ae0b1"
 
 REGISTRY: tuple[KnownDefect, ...] = (
     KnownDefect(
@@ -277,7 +284,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         summary="thunder's functional TE executor passes an fp32 bias into TE's FP8 GEMM, which cuBLASLt rejects",
         executors=("functional",),
         checks=("numerics-fp32-bias",),
-        thunder=">=0.2.6,<0.2.8",
+        thunder=">=0.2.5,<0.2.8",
         te=">=2.9,<2.21",
         failure=PartedFromEager,
         matches=_fp32_bias_gemm,
@@ -288,7 +295,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "te.Linear casts the bias to bf16 for FP8 GEMMs (module/linear.py _Linear.forward: 'cuBLAS does not "
         "support FP8 GEMM with FP32 bias'); te.ops does not fuse an fp32 bias",
         seen=(_MATRIX_RUN, "docs/results/h200-x2-te2.9.0-thunder0.2.6", "docs/results/h200-te2.9.0-thunder0.2.6",
-              "docs/results/h200-te2.12.0"),
+              "docs/results/h200-te2.12.0", _FEATURES_RUN_TE29),
     ),
     KnownDefect(
         id="legacy-fp8-group-ignored",
@@ -386,23 +393,43 @@ REGISTRY: tuple[KnownDefect, ...] = (
         seen=(_FEATURES_RUN,),
     ),
     KnownDefect(
-        id="autocast-quantizes-a-bf16-copy-of-the-weight",
-        summary="under torch.autocast thunder casts each fp32 weight to bfloat16 before TE quantizes it, where eager "
-        "TE quantizes the fp32 weight: the FP8 weights differ by double rounding",
+        id="autocast-quantizes-bf16-copies",
+        summary="under torch.autocast thunder casts the fp32 input and weight to bfloat16 before TE quantizes them, "
+        "where eager TE quantizes the fp32 tensors: the FP8 values differ by double rounding",
         executors=("legacy", "functional"),
         checks=("torch-autocast",),
-        thunder=">=0.2.3,<0.2.8",
+        thunder=">=0.2.5,<0.2.8",
         te=">=2.9,<2.21",
         failure=PartedFromEager,
-        matches=_bf16_weight_quantized,
-        signature="no case raised; the first linear's step-0 input amax is equal on both sides and thunder's weight "
-        "amax is eager TE's rounded to bfloat16",
+        matches=_bf16_copies_quantized,
+        signature="no case raised; the first linear's step-0 input and weight amaxes on the thunder side are eager "
+        "TE's rounded to bfloat16, at least one of them different from eager's",
         cause="thunder/transforms/autocast.py _linear_autocast_impl downcasts a, w (and bias) with maybe_downcast_to "
-        "before prims.linear, which the TE executor then takes; eager te.Linear (module/linear.py _Linear.forward) "
-        "quantizes the fp32 parameter with get_weight_workspace and casts for AMP only without FP8. A weight near an "
-        "E4M3 rounding midpoint rounds to another E4M3 value, and the E5M2 gradients carry that beyond TE's own "
-        "tolerances from step 0 (seen: 4 of 256 outputs and 88 of 2048 weight-gradient entries outside them)",
-        seen=(_FEATURES_RUN,),
+        "before prims.linear, which the TE executor then takes (the legacy one runs TE's _Linear on those copies); "
+        "eager te.Linear (module/linear.py _Linear.forward) quantizes the fp32 input and parameter with their "
+        "quantizers and casts for AMP only without FP8. A value near an E4M3 rounding midpoint rounds to another "
+        "E4M3 value, and the E5M2 gradients carry that beyond TE's own tolerances from step 0 (seen: 4 of 256 outputs "
+        "and 88 of 2048 weight-gradient entries of the first linear outside them, both executors alike)",
+        seen=(_FEATURES_RUN, _FEATURES_RUN_TE29),
+    ),
+    KnownDefect(
+        id="legacy-checkpointing-recomputes-outside-fp8",
+        summary="with the legacy TE executor, a linear under activation checkpointing is recomputed in the backward "
+        "outside fp8_autocast: its weight gradient is not eager TE's",
+        executors=("legacy",),
+        checks=("activation-checkpointing",),
+        thunder=">=0.2.5,<0.2.7",
+        te=">=2.9,<2.10",
+        failure=PartedFromEager,
+        matches=_recomputed_outside_fp8,
+        signature="no case raised; under activation checkpointing, step 0's outputs and input gradients match and "
+        "the first difference is a parameter gradient of step 0",
+        cause="read, consistent with the run: the legacy executor wraps only the forward program in fp8_autocast "
+        "(transformer_engine_v1ex.py TE_CTX_STR); thunder's checkpointing recomputes the checkpointed te_linear_N in "
+        "the backward program, outside that context, where TELinear.forward runs TE's _Linear without FP8, so the "
+        "recomputed linear's backward computes its weight gradient from unquantized tensors. Seen on 0.2.5 and 0.2.6 "
+        "with TE 2.9.0 (from TE 2.10 0.2.6's legacy executor has no TE)",
+        seen=(_FEATURES_RUN_TE29,),
     ),
 )
 

@@ -94,7 +94,10 @@ def fsdp_transform_run(rank: int, world_size: int, spec: FsdpTransformSpec) -> D
     model = plain_mlp(spec.sizes, seed=0, activation=spec.activation)
     shapes = {name: tuple(p.shape) for name, p in model.named_parameters()}
     if spec.side == "torch":
-        sharded = fully_shard_model(model, spec.sharding)
+        # On the CPU even where a GPU is visible: FSDP2's default mesh is the accelerator's.
+        from torch.distributed.device_mesh import init_device_mesh
+
+        sharded = fully_shard_model(model, spec.sharding, mesh=init_device_mesh("cpu", (world_size,)))
         parameters = dict(sharded.named_parameters())
         return _steps(rank, spec, sharded, parameters, lambda name, grad: grad.full_tensor())
     try:

@@ -98,13 +98,14 @@ def assert_te_claimed(thunder_by_rank: list[list[CaseRun]], spec: PairSpec, cont
         )
 
 
-def checkpoint_recomputes(case: Case) -> int:
-    """Forward linears that the backward recomputes under ``models.CheckpointedMLP``: a linear of the
-    checkpointed region whose output is consumed inside the region (by a GELU, or by the next linear),
-    which is every region linear with GELUs and all but the region's last without (seen on the CPU,
-    thunder 0.2.6; the last linear's output leaves the region and is saved)."""
-    head = len(case.sizes) - 2
-    return head if case.activation else max(0, head - 1)
+def checkpoint_recomputes(case: Case) -> tuple[int, int]:
+    """How many forward linears the backward may recompute under ``models.CheckpointedMLP``: at least
+    the region's linears whose output the region consumes (by a GELU, or the next linear: all of them
+    with GELUs, all but the last without; thunder.jit recomputes exactly those, seen on the CPU with
+    thunder 0.2.6 and on the H200), at most every linear of the region (thunderfx recomputes the
+    region's last linear too: H200, docs/results/h200-te2.9.0-features/)."""
+    region = len(case.sizes) - 2
+    return (region if case.activation else max(0, region - 1)), region
 
 
 def trace_violations(thunder_by_rank: list[list[CaseRun]], spec: PairSpec) -> list[Violation]:
@@ -114,7 +115,7 @@ def trace_violations(thunder_by_rank: list[list[CaseRun]], spec: PairSpec) -> li
     violations: list[Violation] = []
     for run in _ran(thunder_by_rank):
         n = len(run.linear_names)
-        recomputed = checkpoint_recomputes(run.case) if spec.checkpoint else 0
+        recomputed = checkpoint_recomputes(run.case) if spec.checkpoint else (0, 0)
         if run.backward is not None:
             violations += check_no_forward_linear_in_backward(run.backward, spec.executor, recomputed)
         if spec.executor == "functional":
@@ -234,6 +235,9 @@ def assert_parity(
     forwards = {side: steps[0] if steps else None for side, steps in by_step.items()}
     # Ahead of the list of differences, so that a report's evidence (its head) keeps it.
     seen = f"; forward passes in rank 0's step-0 amax history (first case and linear): {forwards}" if spec.micro_batches > 1 else ""
+    amaxes = {side: newest_amaxes(run.steps[0].fp8_state) if run.steps else {} for side, run in sides.items()}
+    first_linear = {side: by_linear.get(min(by_linear, default=""), {}) for side, by_linear in amaxes.items()}
+    seen += f"; rank 0's first case, first linear, newest amaxes after step 0: {first_linear}"
     message = result.message(f"thunder vs eager TE; {ctx}{seen}")
     raise PartedFromEager(
         message,
@@ -244,6 +248,6 @@ def assert_parity(
         micro_batches=spec.micro_batches,
         forwards_recorded=forwards,
         forwards_by_step=by_step,
-        first_amaxes={side: newest_amaxes(run.steps[0].fp8_state) if run.steps else {} for side, run in sides.items()},
+        first_amaxes=amaxes,
         variant=spec.variant(),
     )

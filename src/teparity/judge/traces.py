@@ -257,16 +257,18 @@ def te_linears_held(forward: TraceSummary, executor: str) -> int:
     return len(_named(forward, TE_FORWARD_LINEAR_PREFIX[executor]))
 
 
-def check_no_forward_linear_in_backward(backward: TraceSummary, executor: str, recomputed: int = 0) -> list[Violation]:
-    """A forward TE linear in the backward trace is a recomputation: exactly ``recomputed`` of them (the
-    linears under activation checkpointing), none otherwise."""
+def check_no_forward_linear_in_backward(backward: TraceSummary, executor: str, recomputed: tuple[int, int] = (0, 0)) -> list[Violation]:
+    """A forward TE linear in the backward trace is a recomputation: between ``recomputed[0]`` and
+    ``recomputed[1]`` of them (the linears of an activation-checkpointed region), none otherwise."""
     from teparity.stack.versions import TE_FORWARD_LINEAR_PREFIX
 
     found = _named(backward, TE_FORWARD_LINEAR_PREFIX[executor])
-    if len(found) == recomputed:
+    least, most = recomputed
+    if least <= len(found) <= most:
         return []
+    expected = f"{least}" if least == most else f"{least} to {most}"
     return [_violation(backward, "recomputed-te-linears", f"{len(found)} forward TE linears recomputed (at {found}), "
-                       f"expected {recomputed}", found)]
+                       f"expected {expected}", found)]
 
 
 def check_functional_updates(summary: TraceSummary, n_linears: int | None, *, max_recipes: int) -> list[Violation]:

@@ -180,13 +180,13 @@ if __name__ == "__main__":
 
 #: Set to 1 to run the fsdp tier on gloo ranks sharing one GPU anyway (to measure it again).
 FSDP_ON_GLOO_VARIABLE = "TEPARITY_FSDP_ON_GLOO"
-#: Measured on the device host: every collective above ran on gloo with CUDA tensors, and still torch
-#: FSDP2 did not finish its first step there (docs/facts.md, "thunder's FSDP").
+#: Measured on one H200 (docs/results/h200-te2.9.0-features/call2-65ae0b1, fsdp-gloo.*): every
+#: collective above ran on gloo with CUDA tensors, and still torch FSDP2 did not get through its first step.
 FSDP2_GLOO_ONE_GPU = (
-    "torch FSDP2 (fully_shard, Linear-GELU-Linear, reshard_after_forward=False) on 2 gloo ranks sharing one H200 gave "
-    "no result within 200 s of its first forward and backward (torch 2.11.0+cu130, 2026-12-01), although "
-    "all_gather_into_tensor, reduce_scatter_tensor (SUM, AVG), all_reduce (SUM, MAX) and broadcast each ran there "
-    f"on CUDA tensors; the fsdp tier needs NCCL, one GPU per rank ({FSDP_ON_GLOO_VARIABLE}=1 runs it on gloo anyway)"
+    "torch FSDP2 (fully_shard over te.Linear) on 2 gloo ranks sharing one H200 crashed in its first step: rank 0 "
+    "died of SIGSEGV in DTensor.full_tensor (torch 2.11.0+cu130, TE 2.9.0, 2026-12-01), although "
+    "all_gather_into_tensor, reduce_scatter_tensor, all_reduce and broadcast each ran there on CUDA tensors; the "
+    f"fsdp tier needs NCCL, one GPU per rank ({FSDP_ON_GLOO_VARIABLE}=1 runs it on gloo anyway)"
 )
 
 

@@ -58,10 +58,13 @@ def run_gate(
 
 
 def kill_matrix(
-    paths: list[str], workdir: Path, pytest_args: list[str] = (), jobs: int = 1, progress: Callable[[str], None] = print
+    paths: list[str], workdir: Path, pytest_args: list[str] = (), jobs: int = 1, progress: Callable[[str], None] = print,
+    *, first_kill: bool = False,
 ) -> tuple[str, bool]:
     """Run the matrix (the clean run first, then up to ``jobs`` mutants at a time); return its table
-    and whether it passed. ``progress`` hears of each run as it ends (a cut-off run keeps those lines)."""
+    and whether it passed. ``progress`` hears of each run as it ends (a cut-off run keeps those lines).
+    ``first_kill``: each mutant's run stops at its first failure (the clean run always runs whole), so
+    a row names the check that killed it first, not every one."""
     from concurrent.futures import ThreadPoolExecutor
 
     from teparity.stack.envprobe import environment
@@ -69,7 +72,8 @@ def kill_matrix(
     env = environment()
 
     def gate(name: str | None) -> GateRun:
-        run = run_gate(paths, workdir, name, ["-q", *pytest_args])
+        stop = ["--maxfail=1"] if first_kill and name else []
+        run = run_gate(paths, workdir, name, ["-q", *pytest_args, *stop])
         progress(f"{name or '(clean run)'}: exit {run.returncode}, failed checks: {', '.join(run.failed_checks()) or 'none'}")
         return run
 
