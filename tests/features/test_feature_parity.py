@@ -45,22 +45,28 @@ def _assert_feature(spec: PairSpec, parity: Pairs, what: str) -> None:
     parity.evidence(f"{what}; {len(spec.cases)} cases x {spec.steps} steps: {result.summary()}{fused_update_deviation(pair)}")
 
 
+#: The default recipe and one whose short history (4) rolls over within the run, in E4M3 both ways.
+RECIPE_PAIR = ["delayed", "delayed-e4m3-len4-max"]
+
+
+@pytest.mark.parametrize("recipe_id", RECIPE_PAIR)
 @pytest.mark.parametrize("compile_path", ["jit", "thunderfx"])
 @pytest.mark.parametrize("executor", EXECUTORS)
-@pytest.mark.check("activation-checkpointing[{compile_path}]")
-def test_activation_checkpointing_matches_eager_te(executor: str, compile_path: str, parity: Pairs) -> None:
+@pytest.mark.check("activation-checkpointing[{compile_path}-{recipe_id}]")
+def test_activation_checkpointing_matches_eager_te(executor: str, compile_path: str, recipe_id: str, parity: Pairs) -> None:
     """``torch.utils.checkpoint`` (non-reentrant) around every layer but the last: the backward recomputes
     those linears with the forward's FP8 state, each state is updated once per step, and the numbers are
     eager TE's without checkpointing."""
-    spec = PairSpec(executor, "delayed", CHECKPOINT_CASES, steps=3, checkpoint=True, compile_path=compile_path)
+    spec = PairSpec(executor, recipe_id, CHECKPOINT_CASES, steps=3, checkpoint=True, compile_path=compile_path)
     _assert_feature(spec, parity, f"checkpointed linears recomputed in the backward ({compile_path})")
 
 
+@pytest.mark.parametrize("recipe_id", RECIPE_PAIR)
 @pytest.mark.parametrize("executor", EXECUTORS)
-@pytest.mark.check("thunderfx")
-def test_thunderfx_matches_eager_te(executor: str, parity: Pairs) -> None:
+@pytest.mark.check("thunderfx[{recipe_id}]")
+def test_thunderfx_matches_eager_te(executor: str, recipe_id: str, parity: Pairs) -> None:
     """thunder as torch.compile's backend (``thunder.dynamo.thunderfx``) instead of ``thunder.jit``."""
-    _assert_feature(PairSpec(executor, "delayed", CASES, steps=3, compile_path="thunderfx"), parity, "thunderfx")
+    _assert_feature(PairSpec(executor, recipe_id, CASES, steps=3, compile_path="thunderfx"), parity, "thunderfx")
 
 
 #: Recipe changes: (recipe ids used in turn, a new object each step). "alternate" goes to a recipe of
@@ -102,8 +108,9 @@ def test_training_under_torch_autocast_matches_eager_te(executor: str, parity: P
     _assert_feature(spec, parity, "training steps under torch.autocast(bfloat16)")
 
 
+@pytest.mark.parametrize("recipe_id", RECIPE_PAIR)
 @pytest.mark.parametrize("executor", EXECUTORS)
-@pytest.mark.check("llama-block")
-def test_llama_block_matches_eager_te(executor: str, parity: Pairs) -> None:
+@pytest.mark.check("llama-block[{recipe_id}]")
+def test_llama_block_matches_eager_te(executor: str, recipe_id: str, parity: Pairs) -> None:
     """A llama-style block, every projection TE-claimed, against the block with ``te.Linear`` projections."""
-    _assert_feature(PairSpec(executor, "delayed", LLAMA, steps=LLAMA_STEPS), parity, "llama block")
+    _assert_feature(PairSpec(executor, recipe_id, LLAMA, steps=LLAMA_STEPS), parity, "llama block")

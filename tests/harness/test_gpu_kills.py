@@ -39,7 +39,7 @@ KILLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "functional-no-cross-rank-reduction": ((f"{FIRST_STEP}[functional]",), ("vs rank 0",)),
     "functional-backward-update-missing": ((f"{TRACES}[functional]", f"{FIRST_STEP}[functional]"), ("te_fp8_amax_and_scale_update for",)),
     "forward-linear-recomputed": ((f"{TRACES}[functional]",), ("forward TE linears recomputed (at",)),
-    "checkpointing-transform-skipped": ((f"{CHECKPOINTING}[functional-jit]",), ("one-update-per-fp8-state",)),
+    "checkpointing-transform-skipped": ((f"{CHECKPOINTING}[functional-jit-delayed]",), ("one-update-per-fp8-state",)),
     "amax-updates-duplicated": ((f"{FIRST_STEP}[functional]",), ("amax_history differs",)),
     "checker-declines": ((f"{TRACES}[legacy]", f"{TRACES}[functional]"), ("silent fallback",)),
 }

@@ -92,7 +92,9 @@ def kill_matrix(
             continue
         run = runs[name]
         killers = run.failed_checks()
-        if run.returncode == 1 and killers:
+        # --first-kill: xdist stops the session at the first failure and pytest exits 2 (interrupted).
+        stopped = first_kill and run.returncode == 2 and "stopping after 1 failures" in run.output
+        if (run.returncode == 1 or stopped) and killers:
             rows.append((name, "killed", ", ".join(killers)))
         else:
             ok = False
