@@ -225,9 +225,16 @@ def _bf16_copies_quantized(evidence: dict[str, Any], env: Environment) -> bool:
     )
 
 
-def _recomputed_outside_fp8(evidence: dict[str, Any], env: Environment) -> bool:
-    first = evidence["first_difference"]
-    return not evidence["case_errors"] and first == (0, None) and "activation checkpointing" in evidence["variant"]
+def _recompute_records_amax_again(evidence: dict[str, Any], env: Environment) -> bool:
+    """Under checkpointing: after step 0, thunder's first (recomputed) linear holds an input amax in the
+    history row that the step's update zeroed, where eager TE's row is zero."""
+    pending = evidence.get("first_pending_amaxes") or {}
+    eager, thunder = (pending.get(side, {}).get("0", {}).get("input") for side in ("eager", "thunder"))
+    return (
+        not evidence["case_errors"]
+        and "activation checkpointing" in evidence["variant"]
+        and eager == 0.0 and thunder is not None and thunder != 0.0
+    )
 
 
 #: Every gate check that needs TE to run a linear (a harness test keeps it in step with the tiers).
@@ -413,23 +420,25 @@ REGISTRY: tuple[KnownDefect, ...] = (
         seen=(_FEATURES_RUN, _FEATURES_RUN_TE29),
     ),
     KnownDefect(
-        id="legacy-checkpointing-recomputes-outside-fp8",
-        summary="with the legacy TE executor, a linear under activation checkpointing is recomputed in the backward "
-        "outside fp8_autocast: its weight gradient is not eager TE's",
+        id="legacy-checkpointing-records-amax-twice",
+        summary="with the legacy TE executor, a linear under activation checkpointing records its amaxes again when "
+        "the backward recomputes it, after the step's update: its FP8 state and gradients part from eager TE's",
         executors=("legacy",),
         checks=("activation-checkpointing",),
         thunder=">=0.2.5,<0.2.7",
         te=">=2.9,<2.10",
         failure=PartedFromEager,
-        matches=_recomputed_outside_fp8,
-        signature="no case raised; under activation checkpointing, step 0's outputs and input gradients match and "
-        "the first difference is a parameter gradient of step 0",
-        cause="read, consistent with the run: the legacy executor wraps only the forward program in fp8_autocast "
-        "(transformer_engine_v1ex.py TE_CTX_STR); thunder's checkpointing recomputes the checkpointed te_linear_N in "
-        "the backward program, outside that context, where TELinear.forward runs TE's _Linear without FP8, so the "
-        "recomputed linear's backward computes its weight gradient from unquantized tensors. Seen on 0.2.5 and 0.2.6 "
-        "with TE 2.9.0 (from TE 2.10 0.2.6's legacy executor has no TE)",
-        seen=(_FEATURES_RUN_TE29,),
+        matches=_recompute_records_amax_again,
+        signature="no case raised; under activation checkpointing, after step 0 thunder's first (recomputed) linear "
+        "holds a non-zero input amax in row 0 of its history, the row TE's update zeroes, where eager TE's is zero",
+        cause="seen, not read in source: the legacy executor's te_linear_N is a TELinear module whose forward "
+        "(transformer_engine_v1ex.py) records the input and weight amaxes in its fp8_meta; thunder's checkpointing "
+        "runs the checkpointed te_linear_N again in the backward program, after the forward's amax reduction and "
+        "update, so the recomputation writes its amaxes into the slot the update had cleared (3.47 where eager TE "
+        "holds 0) and quantizes with the state as it then is: gradients part from step 0. The functional executor "
+        "has its own checkpointing transform (0.2.5+), which keeps one update per state; the legacy one has none. "
+        "Seen on 0.2.5 and 0.2.6 with TE 2.9.0 (from TE 2.10 0.2.6's legacy executor has no TE)",
+        seen=(_FEATURES_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86"),
     ),
 )
 

@@ -32,7 +32,8 @@ class PartedFromEager(GateFailure):
     side), ``micro_batches``, ``forwards_recorded`` (``{"eager": n, "thunder": n}``: forward passes
     that the step-0 FP8 amax history holds, or None), ``forwards_by_step`` (the same per step, a list
     per side), ``first_amaxes`` (per side, linear and role: rank 0's first case's newest amax after
-    step 0), ``variant`` (``PairSpec.variant()``)."""
+    step 0), ``first_pending_amaxes`` (the same for row 0 of the history, which the update zeroes),
+    ``variant`` (``PairSpec.variant()``)."""
 
 
 class ReducedOutsideTheGroup(GateFailure):

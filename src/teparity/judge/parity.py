@@ -182,6 +182,12 @@ def newest_amaxes(snapshot: Snapshot) -> dict[str, dict[str, float]]:
     return {linear: {role: float(state["amax_history"][-1]) for role, state in roles.items()} for linear, roles in snapshot.items()}
 
 
+def pending_amaxes(snapshot: Snapshot) -> dict[str, dict[str, float]]:
+    """Row 0 of every linear's and role's amax history, as floats: the slot TE's update zeroes for the next
+    measurement, so non-zero there after a step means an amax recorded after that step's update."""
+    return {linear: {role: float(state["amax_history"][0]) for role, state in roles.items()} for linear, roles in snapshot.items()}
+
+
 def sync_counts(runs_by_rank: list[list[CaseRun]]) -> dict[int, dict[str, list[int]]]:
     return {
         rank: {run.case.label(): [s.backward_syncs for s in run.steps] for run in runs}
@@ -249,5 +255,6 @@ def assert_parity(
         forwards_recorded=forwards,
         forwards_by_step=by_step,
         first_amaxes=amaxes,
+        first_pending_amaxes={side: pending_amaxes(run.steps[0].fp8_state) if run.steps else {} for side, run in sides.items()},
         variant=spec.variant(),
     )
