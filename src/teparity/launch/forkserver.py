@@ -210,6 +210,8 @@ class ForkServerClient:
         except (OSError, EOFError) as error:
             self.sock.close()
             raise ForkServerError(self._evidence(f"it did not answer ({type(error).__name__}: {error})", pid)) from None
+        #: Set once a fork request failed: the server is gone or wedged, and this connection with it.
+        self.broken = False
         self.pid: int = reply["pid"]
         self.preload: tuple[str, ...] = tuple(reply["preload"])
         self.environment: tuple[tuple[str, str], ...] = tuple(tuple(item) for item in reply["environment"])
@@ -246,6 +248,7 @@ class ForkServerClient:
         try:
             _send(self.sock, {"op": "fork", "payload": payload}, [child_end.fileno(), status_write])
         except OSError as error:
+            self.broken = True
             os.close(status_read)
             parent_end.close()
             raise ForkServerError(self._evidence(f"the fork request failed ({error})", self.pid)) from None
@@ -256,6 +259,7 @@ class ForkServerClient:
 
         if select.select([status_read], [], [], 60)[0] and len(data := os.read(status_read, _STATUS.size)) == _STATUS.size:
             return ForkedProcess(_STATUS.unpack(data)[0], status_read, self), parent_end
+        self.broken = True
         os.close(status_read)
         parent_end.close()
         raise ForkServerError(self._evidence("it forked no process for the request", self.pid))
@@ -318,7 +322,7 @@ def serve(config: dict[str, Any]) -> NoReturn:
     clients: dict[socket.socket, _Client] = {}
     statuses: dict[int, int] = {}  # child pid -> write end of its status pipe
     hello = {"pid": os.getpid(), "preload": config["preload"], "environment": served}
-    own_uid = os.getuid()
+    own_uid, server = os.getuid(), os.getpid()
 
     def reap() -> None:
         while True:
@@ -358,11 +362,14 @@ def serve(config: dict[str, Any]) -> NoReturn:
             os.close(status)
             return
         if pid == 0:
-            _child(payload, task, [listener, selector, wake_read, wake_write, *clients, status, *statuses.values()])
+            _child(payload, task, server, [listener, selector, wake_read, wake_write, *clients, status, *statuses.values()])
         os.close(task)
-        os.write(status, _STATUS.pack(pid))
         statuses[pid] = status
         client.children.add(pid)
+        try:
+            os.write(status, _STATUS.pack(pid))
+        except OSError:  # the client is gone; drop() kills the child
+            pass
 
     while True:
         for key, _ in selector.select(timeout=5.0):
@@ -391,7 +398,10 @@ def serve(config: dict[str, Any]) -> NoReturn:
                 if message["op"] == "hello":
                     client.pid = message["pid"]
                     _log(f"serving pid {client.pid}")
-                    _send(sock, hello)
+                    try:
+                        _send(sock, hello)
+                    except OSError:  # gone already
+                        drop(sock)
                 elif message["op"] == "fork" and len(fds) == 2:
                     fork(sock, client, message["payload"], fds)
                 else:
@@ -401,11 +411,12 @@ def serve(config: dict[str, Any]) -> NoReturn:
         reap()
 
 
-def _child(payload: bytes, task: int, inherited: list[Any]) -> NoReturn:
-    """In a forked child: drop the server's descriptors and signal handlers, take the client's
+def _child(payload: bytes, task: int, server: int, inherited: list[Any]) -> NoReturn:
+    """In a forked child: die with the server, drop its descriptors and signal handlers, take the client's
     environment, path and working directory, then run the call."""
     code = 1
     try:
+        _die_with_parent(server)
         for thing in inherited:
             if isinstance(thing, int):
                 os.close(thing)

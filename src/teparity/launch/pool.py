@@ -25,6 +25,7 @@ ends them all.
 
 from __future__ import annotations
 
+import atexit
 import json
 import multiprocessing.connection
 import os
@@ -233,8 +234,6 @@ class RankPool:
 #: The fork server this process started, and its connection to the one its ranks are forked by.
 _started: StartedServer | None = None
 _client: ForkServerClient | None = None
-#: Why this process started a fork server of its own although one was named (None: it did not).
-own_server_reason: str | None = None
 
 
 def start_fork_server(fork_preload: tuple[str, ...], log_dir: Path) -> StartedServer:
@@ -257,20 +256,24 @@ def started_server() -> StartedServer | None:
 def fork_server(fork_preload: tuple[str, ...], log_dir: Path) -> ForkServerClient:
     """This process's connection to its fork server: the one named in its environment (``start_fork_server``
     here or in the process that started this one), else one it starts now with its log in ``log_dir``. A
-    named server that cannot be reached is replaced by one of this process's own, saying why on stderr."""
-    global _client, own_server_reason
-    if _client is not None:
+    named server that cannot be reached (or failed a fork request) is replaced by one of this process's own,
+    saying why on stderr; this process's own is never replaced (a failure there is the pool's to raise)."""
+    global _client
+    if _client is not None and not _client.broken:
         return _client
+    if _client is not None:  # it failed a fork request: reach it again, or start this process's own
+        _client.sock.close()
+        _client = None
     if (named := os.environ.get(FORK_SERVER_VARIABLE)) is None:
         start_fork_server(fork_preload, log_dir)
         named = os.environ[FORK_SERVER_VARIABLE]
     server = json.loads(named)
     try:
         _client = ForkServerClient(server["address"], server["pid"], server["log"])
+        atexit.register(_client.sock.close)  # held to the end: the server kills a departed client's ranks
     except ForkServerError as error:
         if _started is not None:
             raise
-        own_server_reason = str(error)
         print(f"teparity: starting this process's own fork server: {error}", file=sys.stderr, flush=True)
         del os.environ[FORK_SERVER_VARIABLE]
         return fork_server(fork_preload, log_dir)
