@@ -124,6 +124,13 @@ class StartedServer:
         os.environ[FORK_SERVER_VARIABLE] = json.dumps({"address": self.address, "pid": self.process.pid,
                                                        "log": str(self.log)})
 
+    def stop(self) -> None:
+        """End the server and reap it, at this process's exit (it would die with this process anyway, by its
+        parent-death signal; its ranks die with it)."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
 
 _BOOT = ("import json, sys; config = json.loads(sys.argv[1]); sys.path[:] = config['path']; "
          "from teparity.launch.forkserver import serve; serve(config)")

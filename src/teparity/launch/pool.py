@@ -245,6 +245,7 @@ def start_fork_server(fork_preload: tuple[str, ...], log_dir: Path) -> StartedSe
     if _started is None:
         _started = start_server(fork_preload, log_dir)
         _started.advertise()
+        atexit.register(_started.stop)
     return _started
 
 
