@@ -74,8 +74,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--teparity-ranks",
         choices=("forked", "warm", "fresh"),
         default="forked",
-        help="forked: warm ranks forked from a fork server that imported torch and TE once (where forking works "
-        "here, else warm, and the header says why); warm: each pytest process keeps its spawned ranks between "
+        help="forked: warm ranks forked from the run's one fork server, which imported torch and TE once for the "
+        "controller and every xdist worker (where forking works here, else warm, and the header says why); warm: each pytest process keeps its spawned ranks between "
         "runs (reset between sides; a pool that saw a failure is discarded); fresh: new processes for every "
         "side (default forked)",
     )
@@ -107,16 +107,27 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """In a process that will run tests with forked ranks, start the fork server now: its imports of
-    torch and TE then overlap this process's collection and the environment probe."""
+    """In the process that starts a run with forked ranks (the xdist controller, or a lone pytest), start
+    the run's one fork server now: its imports of torch and TE then overlap collection and the environment
+    probe, and every worker forks its ranks from it (``teparity.launch.forkserver``)."""
+    global _fork_server_failure
     config = session.config
-    runs_tests = hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None)
-    if config.getoption("teparity_ranks") != "forked" or not runs_tests or config.option.collectonly or config.option.help:
+    if (config.getoption("teparity_ranks") != "forked" or hasattr(config, "workerinput") or config.option.collectonly
+            or config.option.help):
         return
     from teparity.gate.ranks import FORK_PRELOAD
+    from teparity.launch.forkserver import FORK_SERVER_VARIABLE
     from teparity.launch.pool import start_fork_server
 
-    start_fork_server(FORK_PRELOAD, config._tmp_path_factory.getbasetemp() / "forkserver")
+    try:
+        start_fork_server(FORK_PRELOAD, config._tmp_path_factory.getbasetemp() / "forkserver")
+    except OSError as error:  # each process that forks ranks then starts a server of its own
+        os.environ.pop(FORK_SERVER_VARIABLE, None)  # not an outer run's, whose environment is not this one
+        _fork_server_failure = f"the run's fork server did not start: {type(error).__name__}: {error}"
+
+
+#: Why the run has no fork server of its own (each process then starts one), or None.
+_fork_server_failure: str | None = None
 
 
 def _register_hypothesis_profiles() -> None:
@@ -281,9 +292,14 @@ def _ranks_label(config: pytest.Config) -> str:
     if fallback:
         return f"warm ranks (not forked: {fallback})"
     if mode == "forked":
+        from teparity.launch import pool
         from teparity.stack.versions import forkable_modules
 
-        return f"forked ranks (the fork server imports {', '.join(forkable_modules())})"
+        imports = ", ".join(forkable_modules())
+        if _fork_server_failure:
+            return f"forked ranks (a fork server per process, each importing {imports}: {_fork_server_failure})"
+        server = pool.started_server()
+        return f"forked ranks (one fork server for the run{f', pid {server.process.pid}' if server else ''}, imports {imports})"
     return f"{mode} ranks"
 
 

@@ -39,11 +39,13 @@ def test_startup_sums_each_phase_over_every_rank_log(tmp_path: Path) -> None:
     (tmp_path / "gw0" / "ranks-1" / "rank1.log").write_text(
         "teparity rank 1 start-up: import torch 2.50 s, nccl process group 1.00 s\n"
         "teparity rank task: teparity.inrank.sides.run_eager 1.25 s\nTraceback (most recent call last):\n")
-    (tmp_path / "gw1" / "ranks-2" / "pool-x").mkdir(parents=True)
-    (tmp_path / "gw1" / "ranks-2" / "pool-x" / "forkserver.log").write_text(
-        "teparity fork server preload: import torch 3.00 s, import transformer_engine 5.00 s\n")
+    (tmp_path / "forkserver").mkdir(parents=True)  # the controller's: one for the run
+    (tmp_path / "forkserver" / "forkserver.log").write_text(
+        "teparity fork server: pid 12 for pid 10, at /tmp/x/forkserver/forkserver.sock\n"
+        "teparity fork server preload: import torch 3.00 s, import transformer_engine 5.00 s\n"
+        "teparity fork server: serving pid 14\nteparity fork server: serving pid 15\n")
     summary = startup(tmp_path)
-    assert summary["processes"] == 2 and summary["fork_servers"] == 1
+    assert summary["processes"] == 2 and summary["fork_servers"] == 1 and summary["fork_server_clients"] == 2
     assert summary["seconds"] == {"import torch": 8.0, "process group": 1.1, "import transformer_engine": 9.0,
                                   "import thunder": 3.0, "CUDA init": 0.4}
     assert summary["total_s"] == 21.5

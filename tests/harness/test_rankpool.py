@@ -4,6 +4,7 @@ deadlines, stacks, no orphans)."""
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import signal
@@ -136,32 +137,134 @@ def test_a_forked_rank_skips_the_preloaded_imports_and_takes_the_environment_of_
         rankpool.close_pools()
 
 
-def test_forked_ranks_and_their_fork_server_die_with_their_parent(tmp_path: Path) -> None:
-    """If the parent is SIGKILLed (no finally runs), its fork server exits and every forked rank dies."""
-    pids = tmp_path / "pids"
+def _parent_script(tmp_path: Path, pids: Path) -> Path:
+    """A process that forks a pool of 2 ranks, writes the fork server's pid and theirs, and hangs in a run."""
     script = tmp_path / "parent.py"
     script.write_text(textwrap.dedent(f"""
-        import multiprocessing.forkserver, os
         from pathlib import Path
         from teparity.inrank import faults, forkable
         from teparity.launch.pool import RankPool
         if __name__ == "__main__":
             pool = RankPool(2, "gloo", 600, Path({str(tmp_path)!r}), fork_preload=(forkable.__name__,))
             ranks = pool.run(faults.pid_of_rank, (), timeout=120)
-            server = multiprocessing.forkserver._forkserver._forkserver_pid
-            Path({str(pids)!r}).write_text(" ".join(map(str, [server, *ranks])))
+            Path({str(pids)!r}).write_text(" ".join(map(str, [pool.fork_server_pid, *ranks])))
             pool.run(faults.skip_collective_on_last_rank, (), timeout=600)
     """))
-    parent = subprocess.Popen([sys.executable, str(script)])
+    return script
+
+
+def _kill_when_written(parent: subprocess.Popen[bytes], pids: Path) -> list[int]:
+    """SIGKILL ``parent`` once it wrote ``pids``; the pids it wrote."""
     try:
         deadline = time.monotonic() + 120
         while not pids.exists():
             assert time.monotonic() < deadline and parent.poll() is None, "the forked pool did not start"
             time.sleep(0.2)
-        processes = [int(pid) for pid in pids.read_text().split()]
-        assert len(processes) == 3 and not set(processes) & {parent.pid}, processes
+        time.sleep(0.2)  # written whole
+        return [int(pid) for pid in pids.read_text().split()]
     finally:
         parent.send_signal(signal.SIGKILL)
         parent.wait()
+
+
+def test_forked_ranks_and_their_fork_server_die_with_their_parent(tmp_path: Path) -> None:
+    """A process that finds no fork server named starts its own: if it is SIGKILLed (no finally runs), that
+    server and every rank it forked die with it."""
+    pids = tmp_path / "pids"
+    env = {k: v for k, v in os.environ.items() if k != rankpool.FORK_SERVER_VARIABLE}
+    parent = subprocess.Popen([sys.executable, str(_parent_script(tmp_path, pids))], env=env)
+    processes = _kill_when_written(parent, pids)
+    assert len(processes) == 3 and not set(processes) & {parent.pid}, processes
     alive = faults.still_running_after(processes, 10)
     assert not alive, f"the fork server or forked ranks outlived their parent: {alive} of {processes}"
+
+
+def test_a_client_that_dies_takes_its_ranks_and_leaves_the_shared_fork_server_serving(tmp_path: Path) -> None:
+    """A process that forks from another's fork server (an xdist worker from the controller's): SIGKILLed,
+    its ranks die; the server, which outlives it, killed them and forks for the next client."""
+    server = rankpool.fork_server(FORK_PRELOAD, tmp_path)
+    pids = tmp_path / "pids"
+    parent = subprocess.Popen([sys.executable, str(_parent_script(tmp_path, pids))])  # inherits the server's name
+    processes = _kill_when_written(parent, pids)
+    assert processes[0] == server.pid, f"the client forked from pid {processes[0]}, not the named server {server.pid}"
+    alive = faults.still_running_after(processes[1:], 10)
+    assert not alive, f"forked ranks outlived their SIGKILLed client: {alive} of {processes[1:]}"
+    assert faults.still_running([server.pid]), "the shared fork server died with a client"
+    pool = rankpool.RankPool(2, "gloo", 30.0, tmp_path, fork_preload=FORK_PRELOAD)
+    try:
+        assert pool.run(faults.sum_of_ranks, (), timeout=120) == [(0, 2, 1), (1, 2, 1)]
+        assert pool.fork_server_pid == server.pid
+    finally:
+        pool.close()
+
+
+_XDIST_RUN = """
+    import json, os
+    from pathlib import Path
+    from teparity.inrank import faults, forkable
+    from teparity.launch.pool import warm_ranks
+
+    def test_forked_ranks(tmp_path):
+        parents = warm_ranks(faults.parent_of_rank, world_size=2, backend="gloo", timeout=120, workdir=tmp_path,
+                             fork_preload=(forkable.__name__,))
+        ranks = warm_ranks(faults.pid_of_rank, world_size=2, backend="gloo", timeout=120, workdir=tmp_path,
+                           fork_preload=(forkable.__name__,))
+        out = Path(os.environ["TEPARITY_TEST_OUT"]) / os.environ.get("PYTEST_XDIST_WORKER", "main")
+        out.write_text(json.dumps({"worker": os.getpid(), "servers": parents, "ranks": ranks}))
+        if os.environ.get("TEPARITY_TEST_HANG"):
+            (out.parent / (out.name + ".ready")).write_text("")
+            warm_ranks(faults.skip_collective_on_last_rank, world_size=2, backend="gloo", timeout=600,
+                       workdir=tmp_path, fork_preload=(forkable.__name__,))
+"""
+
+
+def _xdist_run(pytester: pytest.Pytester, out: Path, *, hang: bool) -> subprocess.Popen[bytes]:
+    """``pytest -n 2 --dist each`` over ``_XDIST_RUN``, in the background: each worker forks ranks."""
+    pytester.makepyfile(test_forked=textwrap.dedent(_XDIST_RUN))
+    out.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != rankpool.FORK_SERVER_VARIABLE}
+    env.update(TEPARITY_TEST_OUT=str(out), **({"TEPARITY_TEST_HANG": "1"} if hang else {}))
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "each", "-p", "teparity.plugin", "-p", "no:cacheprovider",
+         f"--basetemp={pytester.path / 'basetemp'}", "test_forked.py"],
+        cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+
+
+def test_an_xdist_run_forks_every_workers_ranks_from_one_fork_server(pytester: pytest.Pytester) -> None:
+    """The controller starts the run's one fork server (its imports paid once); both workers fork from it."""
+    out = pytester.path / "out"
+    run = _xdist_run(pytester, out, hang=False)
+    output = run.communicate(timeout=600)[0].decode(errors="replace")
+    assert run.returncode == 0, output
+    workers = [json.loads((out / name).read_text()) for name in ("gw0", "gw1")]
+    servers = {server for worker in workers for server in worker["servers"]}
+    assert len(servers) == 1, f"the workers' ranks came from more than one fork server: {workers}"
+    (server,) = servers
+    logs = list((pytester.path / "basetemp").rglob("forkserver.log"))
+    assert len(logs) == 1, f"{len(logs)} fork servers logged their imports: {logs}"
+    log = logs[0].read_text()
+    assert f"pid {server} for pid {run.pid}," in log, f"the fork server {server} is not the controller's {run.pid}:\n{log}"
+    assert log.count("teparity fork server preload: ") == 1, log
+    assert all(f"serving pid {w['worker']}" in log for w in workers), log
+    assert "one fork server for the run, pid" in output, output
+
+
+def test_a_sigkilled_xdist_controller_leaves_no_fork_server_and_no_rank(pytester: pytest.Pytester) -> None:
+    """SIGKILL the controller while both workers' forked ranks hang in a run: its fork server dies with it,
+    and every rank with the fork server."""
+    out = pytester.path / "out"
+    run = _xdist_run(pytester, out, hang=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not all((out / f"gw{n}.ready").exists() for n in (0, 1)):
+            assert time.monotonic() < deadline and run.poll() is None, run.communicate()[0].decode(errors="replace")
+            time.sleep(0.2)
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+    workers = [json.loads((out / name).read_text()) for name in ("gw0", "gw1")]
+    processes = sorted({pid for w in workers for pid in [*w["servers"], *w["ranks"]]})
+    assert len(processes) == 5, f"one fork server and 2 ranks per worker expected: {workers}"
+    alive = faults.still_running_after(processes, 15)
+    assert not alive, f"the fork server or forked ranks outlived the SIGKILLed controller: {alive} of {processes}"

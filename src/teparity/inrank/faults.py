@@ -100,6 +100,11 @@ def pid_of_rank(rank: int, world_size: int) -> int:
     return os.getpid()
 
 
+def parent_of_rank(rank: int, world_size: int) -> int:
+    """The process id of the rank's parent: tells which fork server forked it."""
+    return os.getppid()
+
+
 def environment_variable(rank: int, world_size: int, name: str) -> str | None:
     """The rank's value of an environment variable: what it inherited at its start."""
     return os.environ.get(name)

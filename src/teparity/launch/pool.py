@@ -9,12 +9,14 @@ The guarantees of fresh ranks hold: a rank that raises, dies or hangs fails the 
 exit status or stack (faulthandler, on SIGUSR1 at the deadline), and every rank is killed; a pool that
 saw any failure is discarded, so the next run starts fresh ranks. Ranks die with their parent.
 
-Forked ranks (``fork_preload``): the ranks are forked by this process's fork server (multiprocessing's
-``forkserver``, itself a fresh process) after it imported the ``fork_preload`` modules once, instead of
-each being spawned and importing them itself. A forked rank takes this process's environment at its
-start; what the fork server imported read theirs when the first forked pool started it, so a pool whose
-environment differs from that one is spawned instead. The fork server (``start_fork_server``, or the
-first forked pool) writes its import times to ``forkserver.log``, and it exits with this process.
+Forked ranks (``fork_preload``): the ranks are forked by the run's one fork server
+(``teparity.launch.forkserver``: the pytest controller starts it and names it to the xdist workers; a process
+that finds none named starts its own) after it imported the ``fork_preload`` modules once, instead of each
+being spawned and importing them itself. A forked rank takes this process's environment, path and working
+directory at its start; what the fork server imported read the server's environment, so a pool whose
+environment differs from that one is spawned instead. The fork server writes its import times to
+``forkserver.log``; it dies with the process that started it, and kills a client's ranks when that client
+goes away.
 
 ``warm_ranks(fn, *args, ...)`` is ``run_ranks`` over the pool kept for (world size, backend, process-group
 timeout, prologue, start method, the environment the ranks inherit) in this process; ``close_pools()``
@@ -23,9 +25,12 @@ ends them all.
 
 from __future__ import annotations
 
+import atexit
+import json
 import multiprocessing.connection
 import os
 import pickle
+import sys
 import tempfile
 import time
 import traceback
@@ -47,29 +52,32 @@ from teparity.launch.outcome import (
     rerun_line,
     task_line,
 )
+from teparity.launch.forkserver import (
+    FORK_SERVER_VARIABLE,
+    ForkedProcess,
+    ForkServerClient,
+    ForkServerError,
+    StartedServer,
+    environment,
+    start_server,
+)
 from teparity.launch.rank import join_group, start_rank
 
 #: Run once in each warm rank after it joined its group (module level, so that spawn can import it).
 Prologue = Callable[[], None] | None
 #: Modules the fork server imports before it forks ranks (None: spawn the ranks).
 ForkPreload = tuple[str, ...] | None
-#: The fork server's log of its imports (set in its environment when this process starts it).
-FORK_SERVER_LOG_VARIABLE = "TEPARITY_FORK_SERVER_LOG"
 
 #: How long the ranks of a new pool may take to start and join their group before it counts as hung.
 START_DEADLINE_S = 300.0
 
 
 def _pool_rank_main(
-    rank: int, world_size: int, backend: Backend, workdir: str, pg_timeout_s: float, parent_pid: int | None,
-    prologue: Prologue, conn: Any, environ: dict[str, str] | None = None,
+    conn: Any, rank: int, world_size: int, backend: Backend, workdir: str, pg_timeout_s: float, parent_pid: int | None,
+    prologue: Prologue,
 ) -> None:
     """Entry point of a warm rank: start as a fresh rank does, run the prologue, then run tasks until told
-    to stop. A forked rank (no ``parent_pid``: its parent is the fork server) first takes ``environ``."""
-    if environ is not None:
-        os.environ.clear()
-        os.environ.update(environ)
-        _release_fork_server()
+    to stop. A forked rank has no ``parent_pid``: its parent is the fork server."""
     start_rank(rank, world_size, workdir, parent_pid)
     try:
         join_group(rank, world_size, backend, workdir, pg_timeout_s)
@@ -97,18 +105,6 @@ def _pool_rank_main(
             os._exit(1)  # peers may be stuck in a collective with this rank; the parent discards the pool
 
 
-def _release_fork_server() -> None:
-    """Close this forked rank's copy of the pipe by which the fork server learns that its parent died
-    (multiprocessing hands every child the write end): held open here, it would keep the fork server,
-    and so this rank, alive after a killed parent."""
-    from multiprocessing import forkserver
-
-    server = forkserver._forkserver
-    if server._forkserver_alive_fd is not None:
-        os.close(server._forkserver_alive_fd)
-        server._forkserver_alive_fd = None
-
-
 class RankPool:
     """``world_size`` warm ranks in one process group (see the module docstring)."""
 
@@ -121,21 +117,32 @@ class RankPool:
         workdir.mkdir(parents=True, exist_ok=True)
         self.run_dir = Path(tempfile.mkdtemp(prefix="pool-", dir=workdir))
         self.tasks = 0
-        context = _context(fork_preload, self.run_dir)
-        self.connections = []
-        self.processes = []
-        for rank in range(world_size):
-            parent_end, child_end = context.Pipe()
-            process = context.Process(
-                target=_pool_rank_main,
-                args=(rank, world_size, backend, str(self.run_dir), pg_timeout, None if self.forked else os.getpid(),
-                      prologue, child_end, dict(os.environ) if self.forked else None),
-                name=f"teparity-{'forked' if self.forked else 'warm'}-rank{rank}",
-            )
-            process.start()
-            child_end.close()
-            self.connections.append(parent_end)
-            self.processes.append(process)
+        self.connections: list[Any] = []
+        self.processes: list[Any] = []
+        #: The fork server's pid, for forked ranks.
+        self.fork_server_pid: int | None = None
+        server = fork_server(fork_preload, self.run_dir) if fork_preload is not None else None
+        if server is None:
+            import torch.multiprocessing as torch_mp
+
+            context = torch_mp.get_context("spawn")
+        else:
+            self.fork_server_pid = server.pid
+        try:
+            for rank in range(world_size):
+                args = (rank, world_size, backend, str(self.run_dir), pg_timeout, None if self.forked else os.getpid(), prologue)
+                if server is not None:
+                    process, parent_end = server.start(_pool_rank_main, args)
+                else:
+                    parent_end, child_end = context.Pipe()
+                    process = context.Process(target=_pool_rank_main, args=(child_end, *args), name=f"teparity-warm-rank{rank}")
+                    process.start()
+                    child_end.close()
+                self.connections.append(parent_end)
+                self.processes.append(process)
+        except BaseException:
+            self.close()  # the ranks started so far
+            raise
 
     @property
     def pids(self) -> list[int]:
@@ -219,54 +226,82 @@ class RankPool:
             process.join(timeout=10)
         for connection in self.connections:
             connection.close()
+        for process in self.processes:
+            if isinstance(process, ForkedProcess):
+                process.close()
 
 
-def start_fork_server(fork_preload: tuple[str, ...], log_dir: Path) -> None:
-    """Start this process's fork server, which imports ``fork_preload`` and writes their times to
-    ``log_dir/forkserver.log``; it returns at once (the imports run in the server). Once per process: a
-    caller that knows it will fork ranks starts it early, so that the imports overlap its other start-up."""
-    import multiprocessing.forkserver
+#: The fork server this process started, and its connection to the one its ranks are forked by.
+_started: StartedServer | None = None
+_client: ForkServerClient | None = None
 
-    global _fork_server_environment
-    if _fork_server_environment is not None:
-        return
-    _fork_server_environment = _inherited()
-    multiprocessing.forkserver.set_forkserver_preload(list(fork_preload))
-    log_dir.mkdir(parents=True, exist_ok=True)
-    os.environ[FORK_SERVER_LOG_VARIABLE] = str(log_dir / "forkserver.log")
+
+def start_fork_server(fork_preload: tuple[str, ...], log_dir: Path) -> StartedServer:
+    """Start the fork server of this process and of the processes it starts from now on (the pytest
+    controller's, for itself and its xdist workers), which imports ``fork_preload`` and writes their times
+    to ``log_dir/forkserver.log``; it returns at once (the imports run in the server). Once per process: a
+    caller that knows ranks will be forked starts it early, so that the imports overlap its start-up."""
+    global _started
+    if _started is None:
+        _started = start_server(fork_preload, log_dir)
+        _started.advertise()
+        atexit.register(_started.stop)
+    return _started
+
+
+def started_server() -> StartedServer | None:
+    """The fork server this process started, if it did."""
+    return _started
+
+
+def fork_server(fork_preload: tuple[str, ...], log_dir: Path) -> ForkServerClient:
+    """This process's connection to its fork server: the one named in its environment (``start_fork_server``
+    here or in the process that started this one), else one it starts now with its log in ``log_dir``. A
+    named server that cannot be reached (or failed a fork request) is replaced by one of this process's own,
+    saying why on stderr; this process's own is never replaced (a failure there is the pool's to raise)."""
+    global _client
+    if _client is not None and not _client.broken:
+        return _client
+    if _client is not None:  # it failed a fork request: reach it again, or start this process's own
+        _client.sock.close()
+        _client = None
+    if (named := os.environ.get(FORK_SERVER_VARIABLE)) is None:
+        start_fork_server(fork_preload, log_dir)
+        named = os.environ[FORK_SERVER_VARIABLE]
+    server = json.loads(named)
     try:
-        multiprocessing.forkserver.ensure_running()
-    finally:
-        del os.environ[FORK_SERVER_LOG_VARIABLE]
+        _client = ForkServerClient(server["address"], server["pid"], server["log"])
+        atexit.register(_client.sock.close)  # held to the end: the server kills a departed client's ranks
+    except ForkServerError as error:
+        if _started is not None:
+            raise
+        print(f"teparity: starting this process's own fork server: {error}", file=sys.stderr, flush=True)
+        del os.environ[FORK_SERVER_VARIABLE]
+        return fork_server(fork_preload, log_dir)
+    return _client
 
 
-def _context(fork_preload: ForkPreload, run_dir: Path) -> Any:
-    """The spawn context, or the forkserver context (its server started here unless it runs already)."""
-    import torch.multiprocessing as torch_mp
-
-    if fork_preload is None:
-        return torch_mp.get_context("spawn")
-    start_fork_server(fork_preload, run_dir)
-    return torch_mp.get_context("forkserver")
+def not_forkable(fork_preload: tuple[str, ...], log_dir: Path) -> str | None:
+    """Why a pool started now may not be forked, or None: it may where the fork server imported
+    ``fork_preload`` in this process's environment (``PER_PROCESS_VARIABLES`` aside), so that what its
+    ranks run read theirs."""
+    server = fork_server(fork_preload, log_dir)
+    if server.preload != fork_preload:
+        return f"the fork server (pid {server.pid}) preloaded {server.preload}, not {fork_preload}"
+    theirs, ours = dict(server.environment), dict(environment())
+    if differ := sorted(name for name in theirs.keys() | ours.keys() if theirs.get(name) != ours.get(name)):
+        return f"the environment differs from the fork server's (pid {server.pid}) in {', '.join(differ)}"
+    return None
 
 
 _POOLS: dict[tuple[Any, ...], RankPool] = {}
-#: The environment this process's fork server started with (what its preloaded modules read).
-_fork_server_environment: tuple[tuple[str, str], ...] | None = None
-
-
-#: Environment variables that change while one pool serves (pytest sets it per test phase).
-_VOLATILE = frozenset({"PYTEST_CURRENT_TEST"})
-
-
-def _inherited() -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((k, v) for k, v in os.environ.items() if k not in _VOLATILE))
+_spawned_because: set[str] = set()
 
 
 def _key(world_size: int, backend: Backend, pg_timeout: float, prologue: Prologue, fork_preload: ForkPreload) -> tuple[Any, ...]:
     """What a pool's ranks fixed at their start: their group, their prologue, how they started, the
     environment they inherited."""
-    return world_size, backend, pg_timeout, prologue, fork_preload, _inherited()
+    return world_size, backend, pg_timeout, prologue, fork_preload, environment()
 
 
 def warm_ranks(
@@ -285,7 +320,10 @@ def warm_ranks(
     fork server when ``fork_preload`` names its imports and the environment is the one it started with)."""
     __tracebackhide__ = True
     pg_timeout = pg_timeout_for(timeout, pg_timeout)
-    if fork_preload is not None and _fork_server_environment not in (None, _inherited()):
+    if fork_preload is not None and (why := not_forkable(fork_preload, workdir)):
+        if why not in _spawned_because:  # once per reason: stderr, shown with a failing test's output
+            _spawned_because.add(why)
+            print(f"teparity: spawning warm ranks instead of forking them: {why}", file=sys.stderr, flush=True)
         fork_preload = None  # what the fork server imported read another environment: spawn these ranks
     key = _key(world_size, backend, pg_timeout, prologue, fork_preload)
     pool = _POOLS.get(key)

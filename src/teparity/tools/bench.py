@@ -3,8 +3,9 @@ machine.
 
 It prints each mode's wall time and the ratios against fresh, whether every test's verdict and evidence
 (what it compared and how far apart the sides were) is identical in every mode, and where each mode's
-time went: how many rank processes (and fork servers) it started and what their start-up cost, summed
-from their logs (torch import, process group, TE and thunder imports, CUDA init). ``bench.json`` holds
+time went: how many rank processes (and fork servers: one per run, in the controller's temp dir, unless a
+process had to start its own) it started and what their start-up cost, summed from their logs (torch
+import, process group, TE and thunder imports, CUDA init), and how many processes forked ranks from them. ``bench.json`` holds
 ``seconds`` and ``speedup`` per mode (after an untimed warm-up run), ``identical``, the tests that
 differ, ``startup`` per mode, each run's exit status and the environment. The pytest output and parity
 report of each run sit beside it. A differing verdict or number fails the command.
@@ -24,6 +25,8 @@ MODES = ("fresh", "warm", "forked")
 #: server's preload (``teparity.inrank.forkable``).
 _STARTUP_LINE = re.compile(r"^teparity (?:rank \d+ start-up|rank preload|fork server preload): (.+)$", re.M)
 _PHASE = re.compile(r"([A-Za-z_ ]+?) (\d+(?:\.\d+)?) s(?:,|$)")
+#: ``teparity.launch.forkserver``: a process that connected to the fork server to fork its ranks there.
+_SERVED_LINE = re.compile(r"^teparity fork server: serving pid \d+$", re.M)
 #: ``teparity.launch.outcome.task_line``: the function a rank ran and its seconds.
 _TASK_LINE = re.compile(r"^teparity rank task: (\S+) (\d+(?:\.\d+)?) s$", re.M)
 
@@ -31,13 +34,15 @@ _TASK_LINE = re.compile(r"^teparity rank task: (\S+) (\d+(?:\.\d+)?) s$", re.M)
 def startup(basetemp: Path) -> dict[str, Any]:
     """Rank processes and fork servers a run started and their start-up seconds by phase, from their logs
     under its pytest temp dir ("gloo process group" and "nccl process group" count as "process group"),
-    and the seconds the ranks then spent in each function they ran (``tasks``, summed over ranks)."""
+    and the seconds the ranks then spent in each function they ran (``tasks``, summed over ranks);
+    ``fork_server_clients``: the processes that forked ranks from those servers."""
     seconds: dict[str, float] = {}
     tasks: dict[str, float] = {}
-    processes = 0
+    processes = clients = 0
     for log in [*basetemp.rglob("rank*.log"), *basetemp.rglob("forkserver.log")]:
         text = log.read_text(errors="replace")
         processes += " start-up: " in text
+        clients += len(_SERVED_LINE.findall(text))
         for line in _STARTUP_LINE.findall(text):
             for phase, value in _PHASE.findall(line.strip()):
                 name = "process group" if phase.strip().endswith("process group") else phase.strip()
@@ -45,7 +50,7 @@ def startup(basetemp: Path) -> dict[str, Any]:
         for function, value in _TASK_LINE.findall(text):
             tasks[function] = round(tasks.get(function, 0.0) + float(value), 2)
     fork_servers = sum(1 for _ in basetemp.rglob("forkserver.log"))
-    return {"processes": processes, "fork_servers": fork_servers, "seconds": seconds,
+    return {"processes": processes, "fork_servers": fork_servers, "fork_server_clients": clients, "seconds": seconds,
             "total_s": round(sum(seconds.values()), 1), "tasks": tasks, "tasks_s": round(sum(tasks.values()), 1)}
 
 
@@ -85,7 +90,8 @@ def bench(pytest_args: list[str], workdir: Path, modes: tuple[str, ...] = MODES,
         runs[mode] = {"seconds": elapsed, "exitstatus": run.returncode, "report": run.report, "startup": started}
         phases = ", ".join(f"{name} {value:.0f} s" for name, value in started["seconds"].items())
         progress(f"{mode}: {elapsed:.1f} s, exit {run.returncode}, {len(verdicts(run.report))} tests reported; "
-                 f"{started['processes']} rank processes and {started['fork_servers']} fork servers started, "
+                 f"{started['processes']} rank processes and {started['fork_servers']} fork servers started "
+                 f"({started['fork_server_clients']} processes forked ranks from them), "
                  f"{started['total_s']:.0f} s of their start-up ({phases}), {started['tasks_s']:.0f} s of their runs")
     differing = differing_tests(*(run["report"] for run in runs.values()))
     first = verdicts(runs[modes[0]]["report"])
