@@ -118,3 +118,33 @@ def test_the_fp8_group_mutant_applies_only_to_a_build_that_honours_the_group(hon
         assert reason is None
     else:
         assert reason is not None and "needs a build that honours fp8_group" in reason and "0.2.6" in reason
+
+
+def test_first_kill_counts_a_run_that_xdist_stopped_after_a_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--first-kill``: xdist ends a run stopped by ``--maxfail=1`` with exit 2, which is a kill when a
+    check failed; exit 2 for anything else (a usage error) stays an error, and without the flag so does
+    every exit 2."""
+    from teparity.tools import killmatrix
+    from teparity.tools.mutations import Mutation
+
+    failed = {"results": [{"check": "numerics[delayed]", "executor": "functional", "outcome": "FAIL",
+                           "tests": [{"nodeid": "t::a", "outcome": "FAIL"}]}]}
+    clean = {"results": [{"check": "numerics[delayed]", "executor": "functional", "outcome": "pass",
+                          "tests": [{"nodeid": "t::a", "outcome": "pass"}]}]}
+    runs = {
+        None: killmatrix.GateRun(None, 0, "1 passed", clean),
+        "stopped": killmatrix.GateRun("stopped", 2, "xdist.dsession.Interrupted: stopping after 1 failures", failed),
+        "usage": killmatrix.GateRun("usage", 2, "ERROR: usage: pytest ...", failed),
+    }
+    monkeypatch.setattr(killmatrix, "run_gate", lambda paths, workdir, name, args: runs[name])
+    monkeypatch.setattr("teparity.stack.envprobe.environment", lambda: None)
+    catalog = {name: Mutation(name, name, "te", lambda: None) for name in ("stopped", "usage")}
+    monkeypatch.setattr(Mutation, "unavailable_reason", lambda self, env: None)
+    monkeypatch.setattr(killmatrix, "CATALOG", catalog)
+
+    table, ok = killmatrix.kill_matrix(["t"], tmp_path, first_kill=True, progress=lambda line: None)
+    rows = {line.split()[0]: line for line in table.splitlines()[1:]}
+    assert " killed " in rows["stopped"] and "numerics[delayed]/functional" in rows["stopped"], table
+    assert "ERROR (exit 2)" in rows["usage"] and not ok, table
+    table, _ = killmatrix.kill_matrix(["t"], tmp_path, first_kill=False, progress=lambda line: None)
+    assert "ERROR (exit 2)" in {line.split()[0]: line for line in table.splitlines()[1:]}["stopped"], table

@@ -192,7 +192,7 @@ FSDP2_GLOO_ONE_GPU = (
 
 def fsdp_backend_reason(backend: str, gpus: int) -> str | None:
     """Why the fsdp tier does not run on this backend, or None: on gloo with a GPU, a collective gloo
-    refuses on CUDA tensors (probed), else the measured FSDP2 hang, unless ``FSDP_ON_GLOO_VARIABLE`` is 1."""
+    refuses on CUDA tensors (probed), else the FSDP2 crash seen there, unless ``FSDP_ON_GLOO_VARIABLE`` is 1."""
     if backend != "gloo" or not gpus:
         return None
     if reason := gloo_cuda_reason():
