@@ -19,24 +19,10 @@ import pytest
 from teparity.gate.ranks import RankRunner
 from teparity.inrank.scenarios import DdpTransformSpec, ddp_transform_run
 from teparity.judge.compare import Comparison, compare_ddp_runs
-from teparity.judge.failures import RaisedOnTheRanks
+from teparity.judge.failures import raise_if_ranks_raised
 from teparity.judge.tolerances import FP32_AGAINST_TORCH
-from teparity.records import DdpTransformRun
 
 pytestmark = [pytest.mark.multirank, pytest.mark.parametrize("executor", ["legacy"])]
-
-
-def _assert_ran(runs: list[DdpTransformRun], ctx: str) -> None:
-    __tracebackhide__ = True
-    raised = [(rank, run.error) for rank, run in enumerate(runs) if run.error is not None]
-    if raised:
-        blocks = "\n".join(f"--- rank {rank} raised ---\n{error.traceback.rstrip()}" for rank, error in raised)
-        raise RaisedOnTheRanks(
-            f"thunder's DDP transform raised on {len(raised)} of {len(runs)} ranks: {raised[0][1].type}: "
-            f"{raised[0][1].message}; {ctx}\n{blocks}",
-            world_size=len(runs),
-            errors=[{"rank": rank, "type": e.type, "message": e.message, "functions": e.functions} for rank, e in raised],
-        )
 
 
 @pytest.mark.check("ddp-transform-matches-torch-ddp")
@@ -49,7 +35,7 @@ def test_ddp_transform_matches_torch_ddp(
     ctx = (f"{teparity_env.versions.describe()}; thunder ddp with {teparity_env.executors[executor].label()} (linears "
            f"on the CPU: torch runs them); {world_size} ranks, {spec.steps} steps, sizes {spec.sizes}, {spec.activation}")
     thunder = rank_runner(ddp_transform_run, spec, world_size=world_size)
-    _assert_ran(thunder, ctx)
+    raise_if_ranks_raised(thunder, "thunder's DDP transform", ctx)
     reference = rank_runner(ddp_transform_run, dataclasses.replace(spec, side="torch"), world_size=world_size)
     result = Comparison()
     compare_ddp_runs(reference, thunder, FP32_AGAINST_TORCH, result=result)

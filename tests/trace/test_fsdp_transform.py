@@ -20,7 +20,7 @@ import pytest
 from teparity.gate.ranks import RankRunner
 from teparity.inrank.fsdp_transform import FsdpTransformSpec, fsdp_transform_run
 from teparity.judge.compare import Comparison, compare_ddp_runs
-from teparity.judge.failures import RaisedOnTheRanks
+from teparity.judge.failures import raise_if_ranks_raised
 from teparity.judge.tolerances import FP32_AGAINST_TORCH
 from teparity.records import DdpTransformRun
 
@@ -29,19 +29,6 @@ pytestmark = [pytest.mark.multirank]
 #: variant -> (sharding, bucketing)
 VARIANTS = {"zero2": ("ZERO2", None), "zero3": ("ZERO3", None), "zero2-layer": ("ZERO2", "LAYER"),
             "zero3-layer": ("ZERO3", "LAYER")}
-
-
-def _assert_ran(runs: list[DdpTransformRun], ctx: str) -> None:
-    __tracebackhide__ = True
-    raised = [(rank, run.error) for rank, run in enumerate(runs) if run.error is not None]
-    if raised:
-        blocks = "\n".join(f"--- rank {rank} raised ---\n{error.traceback.rstrip()}" for rank, error in raised)
-        raise RaisedOnTheRanks(
-            f"thunder's FSDP transform raised on {len(raised)} of {len(runs)} ranks: {raised[0][1].type}: "
-            f"{raised[0][1].message}; {ctx}\n{blocks}",
-            world_size=len(runs),
-            errors=[{"rank": rank, "type": e.type, "message": e.message, "functions": e.functions} for rank, e in raised],
-        )
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +52,7 @@ def test_fsdp_transform_matches_torch_fsdp(
            f"{sharding == 'ZERO3'}); {world_size} gloo ranks on the CPU, fp32, {spec.steps} steps, sizes {spec.sizes}, "
            f"{spec.activation}")
     thunder = rank_runner(fsdp_transform_run, spec, world_size=world_size)
-    _assert_ran(thunder, ctx)
+    raise_if_ranks_raised(thunder, "thunder's FSDP transform", ctx)
     if sharding not in torch_fsdp:
         torch_fsdp[sharding] = rank_runner(fsdp_transform_run, dataclasses.replace(spec, side="torch", bucketing=None),
                                            world_size=world_size)

@@ -70,11 +70,11 @@ class Pairs:
         return Pair(spec, world_size, backend, update, eager, thunder, fused)
 
     def _side(self, side: str, spec: PairSpec, world_size: int, update: ScaleUpdate | None) -> list[list[CaseRun]]:
-        from teparity.inrank.sides import run_eager, run_thunder
-
         if spec.fsdp:  # thunder fsdp against torch FSDP2 (teparity.inrank.fsdp_sides)
             from teparity.inrank.fsdp_sides import run_eager_fsdp as run_eager
             from teparity.inrank.fsdp_sides import run_thunder_fsdp as run_thunder
+        else:
+            from teparity.inrank.sides import run_eager, run_thunder
         # The eager side never consults the executor, nor thunder's FSDP bucketing.
         eager_spec = dataclasses.replace(spec, executor="legacy", fsdp_bucketing=None)
         key = (side, eager_spec if side == "eager" else spec, world_size, update)

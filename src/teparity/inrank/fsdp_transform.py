@@ -17,9 +17,9 @@ the world, cut to the parameter's shape where thunder padded it) as ``records.Dd
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
+from teparity.inrank.scenarios import transform_steps
 from teparity.records import DdpTransformRun, RankError
 from teparity.stack.versions import jit_fsdp
 
@@ -99,35 +99,11 @@ def fsdp_transform_run(rank: int, world_size: int, spec: FsdpTransformSpec) -> D
 
         sharded = fully_shard_model(model, spec.sharding, mesh=init_device_mesh("cpu", (world_size,)))
         parameters = dict(sharded.named_parameters())
-        return _steps(rank, spec, sharded, parameters, lambda name, grad: grad.full_tensor())
+        return transform_steps(rank, spec, sharded, parameters, seeds=(4, 5), full=lambda name, grad: grad.full_tensor())
     try:
         jitted = jit_fsdp(model, {}, spec.sharding, "cpu", spec.bucketing)
         parameters = {name: jitted.get_parameter(name) for name in shapes}
-        run = _steps(rank, spec, jitted, parameters, lambda name, grad: gather_shard(grad, shapes[name]))
+        run = transform_steps(rank, spec, jitted, parameters, seeds=(4, 5), full=lambda name, grad: gather_shard(grad, shapes[name]))
     except Exception as error:
         return DdpTransformRun(error=RankError.of(error))
     return dataclasses.replace(run, backward_collectives=_collectives(thunder.last_backward_traces(jitted)[-1]))
-
-
-def _steps(
-    rank: int, spec: FsdpTransformSpec, model: Any, parameters: dict[str, Any], full: Callable[[str, Any], Any]
-) -> DdpTransformRun:
-    import torch
-
-    from teparity.inrank.models import seeded_input
-
-    optimizer = torch.optim.SGD(list(parameters.values()), lr=spec.lr)
-    outputs, input_grads, param_grads = [], [], []
-    for step in range(spec.steps):
-        x = seeded_input((spec.batch, spec.sizes[0]), test_seed=4, step=step, rank=rank, device="cpu", dtype=torch.float32)
-        x.requires_grad_(spec.input_requires_grad)
-        y = model(x)
-        y.backward(seeded_input(tuple(y.shape), test_seed=5, step=step, rank=rank, device="cpu", dtype=torch.float32))
-        outputs.append(y.detach().clone())
-        input_grads.append(None if x.grad is None else x.grad.detach().clone())
-        # Sorted: the gathers are collectives, in the same order on every rank.
-        param_grads.append({name: full(name, p.grad).detach().clone() for name, p in sorted(parameters.items())
-                            if p.grad is not None})
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-    return DdpTransformRun(tuple(outputs), tuple(input_grads), tuple(param_grads))

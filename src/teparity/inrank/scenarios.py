@@ -121,7 +121,7 @@ def ddp_transform_run(rank: int, world_size: int, spec: DdpTransformSpec) -> Ddp
 
     model = plain_mlp(spec.sizes, seed=0, activation=spec.activation)
     if spec.side == "torch":
-        return _ddp_steps(rank, spec, torch.nn.parallel.DistributedDataParallel(model), dict(model.named_parameters()))
+        return transform_steps(rank, spec, torch.nn.parallel.DistributedDataParallel(model), dict(model.named_parameters()))
     info = find_te_executors()[spec.executor] if spec.executor else None
     options = jit_options(info) if info else {}
     bucket = {} if spec.bucket_size_in_mb is None else {"bucket_size_in_mb": spec.bucket_size_in_mb}
@@ -130,7 +130,7 @@ def ddp_transform_run(rank: int, world_size: int, spec: DdpTransformSpec) -> Ddp
     syncs = record_fp8_syncs(executor_module(info)) if info else contextlib.nullcontext()
     try:
         with syncs:
-            run = _ddp_steps(rank, spec, jitted, parameters)
+            run = transform_steps(rank, spec, jitted, parameters)
     except Exception as error:
         return DdpTransformRun(error=RankError.of(error))
     names = [bsym.sym.name for bsym in thunder.last_backward_traces(jitted)[-1].bound_symbols]
@@ -138,7 +138,14 @@ def ddp_transform_run(rank: int, world_size: int, spec: DdpTransformSpec) -> Ddp
     return dataclasses.replace(run, backward_collectives=collectives)
 
 
-def _ddp_steps(rank: int, spec: DdpTransformSpec, model: Any, parameters: dict[str, Any]) -> DdpTransformRun:
+def transform_steps(
+    rank: int, spec: Any, model: Any, parameters: dict[str, Any], *, seeds: tuple[int, int] = (2, 3),
+    full: Any = None,
+) -> DdpTransformRun:
+    """``spec.steps`` SGD steps of a data-parallel ``model`` on the CPU, fp32, with rank-dependent inputs
+    (``seeds``: the input's and the output gradient's test seeds): per step the output, the input gradient
+    and the parameter gradients, each through ``full(name, grad)`` where the gradient is a shard (FSDP:
+    gathered in sorted name order, the same collectives in the same order on every rank)."""
     import torch
 
     from teparity.inrank.models import seeded_input
@@ -146,13 +153,15 @@ def _ddp_steps(rank: int, spec: DdpTransformSpec, model: Any, parameters: dict[s
     optimizer = torch.optim.SGD(list(parameters.values()), lr=spec.lr)
     outputs, input_grads, param_grads = [], [], []
     for step in range(spec.steps):
-        x = seeded_input((spec.batch, spec.sizes[0]), test_seed=2, step=step, rank=rank, device="cpu", dtype=torch.float32)
+        x = seeded_input((spec.batch, spec.sizes[0]), test_seed=seeds[0], step=step, rank=rank, device="cpu", dtype=torch.float32)
         x.requires_grad_(spec.input_requires_grad)
         y = model(x)
-        y.backward(seeded_input(tuple(y.shape), test_seed=3, step=step, rank=rank, device="cpu", dtype=torch.float32))
+        y.backward(seeded_input(tuple(y.shape), test_seed=seeds[1], step=step, rank=rank, device="cpu", dtype=torch.float32))
         outputs.append(y.detach().clone())
         input_grads.append(None if x.grad is None else x.grad.detach().clone())
-        param_grads.append({name: p.grad.detach().clone() for name, p in parameters.items() if p.grad is not None})
+        grads = sorted(parameters.items()) if full else parameters.items()
+        param_grads.append({name: (full(name, p.grad) if full else p.grad).detach().clone() for name, p in grads
+                            if p.grad is not None})
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
     return DdpTransformRun(tuple(outputs), tuple(input_grads), tuple(param_grads))

@@ -45,3 +45,18 @@ class RaisedOnTheRanks(GateFailure):
     """thunder raised on the ranks instead of running. Evidence: ``world_size`` and ``errors``, one per
     rank that raised: ``{"rank": int, "type": the exception's qualified type, "message": str,
     "functions": its traceback's function names, outermost first}``."""
+
+
+def raise_if_ranks_raised(runs: list[Any], what: str, context: str) -> None:
+    """Raise ``RaisedOnTheRanks`` with every rank's traceback where any run carries an ``error``
+    (``records.RankError``): ``what`` raised on those ranks (e.g. "thunder's DDP transform")."""
+    __tracebackhide__ = True
+    raised = [(rank, run.error) for rank, run in enumerate(runs) if run.error is not None]
+    if raised:
+        blocks = "\n".join(f"--- rank {rank} raised ---\n{error.traceback.rstrip()}" for rank, error in raised)
+        raise RaisedOnTheRanks(
+            f"{what} raised on {len(raised)} of {len(runs)} ranks: {raised[0][1].type}: {raised[0][1].message}; "
+            f"{context}\n{blocks}",
+            world_size=len(runs),
+            errors=[{"rank": rank, "type": e.type, "message": e.message, "functions": e.functions} for rank, e in raised],
+        )
