@@ -33,7 +33,7 @@ report=(--teparity-report "$OUT/$NAME.json")
 {
 grep -h "^note:" "$installed" | sort -u
 case $PART in
-  gate) python3 -m pytest tests/trace tests/numerics tests/features tests/ddp "${report[@]}" "$@" ;;
+  gate) python3 -m pytest tests/trace tests/numerics tests/features tests/ddp tests/fsdp "${report[@]}" "$@" ;;
   harness) python3 -m pytest tests/harness -m fp8 "${report[@]}" "$@" ;;
   ddp-gloo-*) CUDA_VISIBLE_DEVICES=0 python3 -m pytest tests/ddp --teparity-backend gloo \
       --teparity-world-size "${PART#ddp-gloo-}" "${report[@]}" "$@" ;;
@@ -41,11 +41,11 @@ case $PART in
       "${report[@]}" "$@" ;;
   bench)
     work=$(mktemp -d)
-    python3 -m teparity bench --workdir "$work" -- tests/trace tests/numerics tests/features tests/ddp "$@"
+    python3 -m teparity bench --workdir "$work" -- tests/trace tests/numerics tests/features tests/ddp tests/fsdp "$@"
     status=$?; mkdir -p "$OUT/$NAME"; cp "$work"/*.json "$work"/*.log "$OUT/$NAME/"; exit $status ;;
   repeat-*)
     work=$(mktemp -d)
-    python3 -m teparity repeat "${PART#repeat-}" --workdir "$work" -- tests/trace tests/numerics tests/features tests/ddp "$@"
+    python3 -m teparity repeat "${PART#repeat-}" --workdir "$work" -- tests/trace tests/numerics tests/features tests/ddp tests/fsdp "$@"
     status=$?; cp "$work/repeat.json" "$OUT/$NAME.json"; (cd "$work" && tar czf "$OUT/$NAME-runs.tgz" ./run*.json ./run*.log)
     exit $status ;;
   kill-matrix)
