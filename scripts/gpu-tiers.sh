@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The GPU runs behind docs/results/: on a host with an FP8 GPU and no network, install a bundle made by
-# scripts/offline/make_bundle.sh, then run one part of the gate, its report and log into OUT.
+# The GPU runs behind docs/results/: on a host with an FP8 GPU where TransformerEngine and thunder import
+# (installed there by pip, or into a folder named by SITE), run one part of the gate, its report and log
+# into OUT. teparity ships no TE build or bundle.
 #
-# usage: scripts/gpu-tiers.sh BUNDLE_DIR OUT_DIR PART [pytest args...]
+# usage: scripts/gpu-tiers.sh OUT_DIR PART [pytest args...]
 #   gate         tests/trace, tests/numerics, tests/ddp (NCCL, one GPU per rank, where there are 2+ GPUs)
 #   harness      tests/harness -m fp8: each GPU check killed by its mutation, the deadlock check
 #   ddp-gloo-N   tests/ddp with N gloo ranks sharing GPU 0
@@ -13,25 +14,25 @@
 #                every run's report and log)
 #   kill-matrix  python -m teparity kill-matrix over the GPU kill targets (args: kill-matrix options)
 #   fp32-bias-probe  scripts/fp32_bias_probe.py: the cause of known defect functional-fp32-bias-in-fp8-gemm
-# Writes OUT/NAME.json (parity report; kill-matrix: OUT/kill-matrix-reports.tgz), OUT/NAME.log and the
-# bundle's install output OUT/NAME.install.log (its `note:` lines also head NAME.log), so that parts can
-# run side by side.
-# env: NAME (output basename, default PART); THUNDER_WHEEL (a lightning-thunder wheel to use instead of
-#      the bundle's, e.g. a dev build: same dependencies)
+# Writes OUT/NAME.json (parity report; kill-matrix: OUT/kill-matrix-reports.tgz), OUT/NAME.log and
+# OUT/NAME.install.log (the versions that import), so that parts can run side by side.
+# env: NAME (output basename, default PART); SITE (a folder with TE and thunder installed, put first on
+#      PYTHONPATH); THUNDER_WHEEL (a lightning-thunder wheel to use instead, e.g. a dev build: same dependencies)
 set -uo pipefail
-BUNDLE=${1:?bundle dir}; OUT=${2:?out dir}; PART=${3:?part}; shift 3
+OUT=${1:?out dir}; PART=${2:?part}; shift 2
 NAME=${NAME:-$PART}
 installed=$OUT/$NAME.install.log
-source "$BUNDLE/install_bundle.sh" "$BUNDLE" "/tmp/site-$NAME" > "$installed" 2>&1 || { cat "$installed"; exit 1; }
+[ -n "${SITE:-}" ] && export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
+: > "$installed"
 if [ -n "${THUNDER_WHEEL:-}" ]; then
   site=/tmp/site-thunder-$NAME; rm -rf "$site"
   python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" "$THUNDER_WHEEL" >> "$installed" 2>&1 || exit 1
-  export PYTHONPATH="$site:$PYTHONPATH"
+  export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 fi
-export PYTHONPATH="$PYTHONPATH:$PWD/src" PYTHONUNBUFFERED=1
+python3 -c "import transformer_engine.pytorch, thunder, importlib.metadata as m; print('TransformerEngine', m.version('transformer_engine'), '| lightning-thunder', m.version('lightning-thunder'), '| torch', m.version('torch'))" >> "$installed" 2>&1
+export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD/src" PYTHONUNBUFFERED=1
 report=(--teparity-report "$OUT/$NAME.json")
 {
-grep -h "^note:" "$installed" | sort -u
 case $PART in
   gate) python3 -m pytest tests/trace tests/numerics tests/features tests/ddp tests/fsdp "${report[@]}" "$@" ;;
   harness) python3 -m pytest tests/harness -m fp8 "${report[@]}" "$@" ;;

@@ -2,17 +2,14 @@
 did not install stops the env with what is wrong instead of letting the gate skip everything.
 
 usage: python scripts/gpu_env_check.py toolchain --cuda 13      (before building TE's torch extension)
-       python scripts/gpu_env_check.py toolchain --cuda 12 --te1  (TE 1.x source builds: 12.1-12.8, git, nvToolsExt)
        python scripts/gpu_env_check.py installed --te 2.9.0       (TE, its core and its extension at that version)
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
 import importlib.metadata as md
 import os
-import shutil
 import subprocess
 import sys
 
@@ -25,7 +22,7 @@ def _nvcc_release(cuda_home: str) -> str | None:
     return out.rpartition("release ")[2].partition(",")[0] or None
 
 
-def toolchain_problems(cuda_major: int, te1: bool) -> list[str]:
+def toolchain_problems(cuda_major: int) -> list[str]:
     import torch
 
     home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
@@ -37,20 +34,11 @@ def toolchain_problems(cuda_major: int, te1: bool) -> list[str]:
         problems.append(f"CUDA {cuda_major} toolkit missing: no nvcc under CUDA_HOME={home} (TE's torch extension is compiled here)")
     elif not release.startswith(f"{cuda_major}."):
         problems.append(f"nvcc under {home} is CUDA {release}; this env needs CUDA {cuda_major} (torch is built for {torch.version.cuda})")
-    elif te1 and not 1 <= int(release.split(".")[1]) <= 8:
-        problems.append(f"nvcc under {home} is CUDA {release}: TE 1.x links nvToolsExt, gone from CUDA 12.9; use 12.1-12.8")
     if not str(torch.version.cuda).startswith(f"{cuda_major}."):
         problems.append(f"torch {torch.__version__} is built for CUDA {torch.version.cuda}, not {cuda_major}")
     if not any(os.path.isfile(os.path.join(d, "cudnn.h")) for d in include_dirs + [os.path.join(cudnn, "include")]):
         problems.append(f"cuDNN headers missing: no cudnn.h in {include_dirs} or CUDNN_PATH={cudnn}")
-    if te1:
-        if not glob.glob(os.path.join(cudnn, "lib*", "libcudnn.so*")):
-            problems.append(f"cuDNN libraries missing: no libcudnn.so* under CUDNN_PATH={cudnn}")
-        if release and not glob.glob(os.path.join(home, "**", "libnvToolsExt.so*"), recursive=True):
-            problems.append(f"libnvToolsExt.so missing under {home} (TE 1.x links CUDA::nvToolsExt)")
-        if not shutil.which("git"):
-            problems.append("git missing from PATH (pip clones TransformerEngine and its submodules)")
-    elif not any(os.path.isfile(os.path.join(d, "nccl.h")) for d in include_dirs):
+    if not any(os.path.isfile(os.path.join(d, "nccl.h")) for d in include_dirs):
         problems.append(f"NCCL headers missing: no nccl.h in {include_dirs} (TE 2.17+ extension includes it)")
     if not torch.cuda.is_available():
         problems.append("no CUDA GPU visible to torch (driver, CUDA_VISIBLE_DEVICES)")
@@ -60,8 +48,8 @@ def toolchain_problems(cuda_major: int, te1: bool) -> list[str]:
 
 
 def installed_problems(te_version: str) -> list[str]:
-    """TE's packages at ``te_version`` (a prefix for source builds: 1.6 matches 1.6.0+c81733f), and
-    TE and thunder importable after torch."""
+    """TE's packages at ``te_version`` (a prefix: 1.6 matches a local build 1.6.0+c81733f), and TE and
+    thunder importable after torch."""
     problems = []
     for dist in ("transformer_engine", "transformer_engine_cu13", "transformer_engine_torch"):
         try:
@@ -87,11 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     toolchain = commands.add_parser("toolchain")
     toolchain.add_argument("--cuda", type=int, required=True, help="CUDA major version of torch and the toolkit")
-    toolchain.add_argument("--te1", action="store_true", help="TE 1.x source build: CUDA 12.1-12.8, git, nvToolsExt")
     installed = commands.add_parser("installed")
     installed.add_argument("--te", required=True, help="the TransformerEngine version that must be installed")
     args = parser.parse_args(argv)
-    problems = toolchain_problems(args.cuda, args.te1) if args.command == "toolchain" else installed_problems(args.te)
+    problems = toolchain_problems(args.cuda) if args.command == "toolchain" else installed_problems(args.te)
     for problem in problems:
         print(f"gpu env: {problem}", file=sys.stderr)
     if not problems:
