@@ -4,8 +4,8 @@ prints a table, collective: ok / the error. Run on the GPU host, from the reposi
 
     python scripts/gloo_cuda_collectives_probe.py [WORLD_SIZE]
 
-It needs torch only (teparity's src/ is put on the path). The fsdp tier asks the same question through
-``teparity.stack.collectives.gloo_cuda_reason`` (cached) and skips on gloo with the refusal as its reason.
+It needs torch only (teparity's src/ is put on the path). Its answer on torch 2.11.0 (every collective
+runs) is behind the fsdp tier's skip on gloo with a GPU (``teparity.stack.collectives.fsdp_backend_reason``).
 Exit status 0 when every collective ran with the right values, 1 otherwise.
 """
 

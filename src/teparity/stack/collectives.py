@@ -1,29 +1,21 @@
-"""Which collectives gloo runs on CUDA tensors, with its ranks sharing one GPU: read by 2 spawned ranks in
-a one-off subprocess, cached as JSON per interpreter, torch and visible GPUs (as ``envprobe``).
+"""Whether the fsdp tier can run on this backend, and the probe behind that answer.
 
 The fsdp tier needs, on CUDA tensors, what thunder's FSDP and torch's FSDP2 issue: ``all_gather_into_tensor``
 (parameters), ``reduce_scatter_tensor`` (gradients; FSDP2 with ``ReduceOp.AVG`` for fp32/bf16, thunder
-with SUM after a pre-division), ``all_reduce`` (TE's amax reduction, MAX) and ``broadcast``. Where the
-backend is gloo (fewer GPUs than ranks), ``gloo_cuda_reason`` says which one gloo refuses, with its exact
-error, and the tier skips with that; with NCCL it is not asked. ``scripts/gloo_cuda_collectives_probe.py``
-prints the same table on a GPU host.
+with SUM after a pre-division), ``all_reduce`` (TE's amax reduction, MAX) and ``broadcast``.
+``probe_gloo_cuda`` runs each on 2 gloo ranks sharing cuda:0 (``scripts/gloo_cuda_collectives_probe.py``
+prints its table on a GPU host): with torch 2.11.0 all of them run, and still torch FSDP2 crashed there,
+so on gloo with a GPU the tier skips with that evidence (``fsdp_backend_reason``) without probing again.
 """
 
 from __future__ import annotations
 
-import fcntl
-import functools
-import hashlib
-import json
 import os
 import queue
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from teparity.stack.versions import installed_version
 
 #: name -> what it runs; each checked for the right values, not only for not raising.
 COLLECTIVES = (
@@ -136,48 +128,6 @@ def table(results: dict[str, str]) -> str:
     return "\n".join(f"{name.ljust(width)}  {outcome}" for name, outcome in results.items())
 
 
-def _cache_path() -> Path:
-    key = json.dumps([sys.executable, installed_version("torch"), os.environ.get("CUDA_VISIBLE_DEVICES"),
-                      hashlib.sha256(Path(__file__).read_bytes()).hexdigest()])
-    return Path(tempfile.gettempdir()) / f"teparity-gloo-cuda-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
-
-
-@functools.cache
-def gloo_cuda_collectives() -> dict[str, str]:
-    """``probe_gloo_cuda()`` run once per environment in a subprocess (this process never touches CUDA),
-    under a file lock, cached."""
-    path = _cache_path()
-    with open(path.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if path.exists():
-            return json.loads(path.read_text())
-        completed = subprocess.run(
-            [sys.executable, "-m", "teparity.stack.collectives"], capture_output=True, text=True,
-            timeout=PROBE_TIMEOUT_S + 60, env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
-        )
-        if completed.returncode != 0:
-            raise RuntimeError(f"the gloo CUDA collectives probe failed (exit {completed.returncode}):\n"
-                               f"{completed.stderr[-4000:]}")
-        data = json.loads(completed.stdout.strip().splitlines()[-1])
-        path.write_text(json.dumps(data))
-        return data
-
-
-def gloo_cuda_reason(results: dict[str, str] | None = None) -> str | None:
-    """Why FSDP cannot run on gloo ranks sharing one GPU: every collective it needs that gloo refuses on
-    CUDA tensors, with its error; None when all run."""
-    results = gloo_cuda_collectives() if results is None else results
-    refused = [f"{name}: {outcome}" for name, outcome in results.items() if outcome != OK]
-    if not refused:
-        return None
-    return (f"gloo ranks sharing one GPU (torch {installed_version('torch')}) cannot run the collectives FSDP needs on "
-            f"CUDA tensors: {'; '.join(refused)} (NCCL needs a GPU per rank)")
-
-
-if __name__ == "__main__":
-    print(json.dumps(probe_gloo_cuda()))
-
-
 #: Set to 1 to run the fsdp tier on gloo ranks sharing one GPU anyway (to measure it again).
 FSDP_ON_GLOO_VARIABLE = "TEPARITY_FSDP_ON_GLOO"
 #: Measured on one H200 (docs/results/h200-te2.9.0-features/call2-65ae0b1, fsdp-gloo.*): every
@@ -191,10 +141,8 @@ FSDP2_GLOO_ONE_GPU = (
 
 
 def fsdp_backend_reason(backend: str, gpus: int) -> str | None:
-    """Why the fsdp tier does not run on this backend, or None: on gloo with a GPU, a collective gloo
-    refuses on CUDA tensors (probed), else the FSDP2 crash seen there, unless ``FSDP_ON_GLOO_VARIABLE`` is 1."""
-    if backend != "gloo" or not gpus:
+    """Why the fsdp tier does not run on this backend, or None: on gloo with a GPU, the FSDP2 crash seen
+    there, unless ``FSDP_ON_GLOO_VARIABLE`` is 1 (then a collective gloo refuses fails the test)."""
+    if backend != "gloo" or not gpus or os.environ.get(FSDP_ON_GLOO_VARIABLE) == "1":
         return None
-    if reason := gloo_cuda_reason():
-        return reason
-    return None if os.environ.get(FSDP_ON_GLOO_VARIABLE) == "1" else FSDP2_GLOO_ONE_GPU
+    return FSDP2_GLOO_ONE_GPU
