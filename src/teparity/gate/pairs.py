@@ -58,7 +58,7 @@ class Pairs:
 
         if reason := (
             self.env.executor_reason(spec.executor)
-            or next(filter(None, (recipes.unsupported_reason(r, spec.executor) for r in {spec.recipe_id, *spec.recipe_ids_by_step})), None)
+            or next(filter(None, (recipes.unsupported_reason(r, spec.executor) for r in dict.fromkeys((spec.recipe_id, *spec.recipe_ids_by_step)))), None)
             or feature_reason(spec, self.env.versions.thunder)
         ):
             pytest.skip(reason)

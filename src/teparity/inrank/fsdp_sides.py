@@ -19,17 +19,16 @@ it changes how thunder packs its collectives, not the arithmetic, so one eager r
 from __future__ import annotations
 
 import contextlib
-import traceback
 from typing import Any
 
 from teparity.inrank import fp8state
 from teparity.inrank.fsdp_transform import fully_shard_model, gather_shard
+from teparity.inrank import sides
 from teparity.inrank.sides import (
     _device,
-    _dtype,
-    _fp8_group,
     _grad_output,
     _input,
+    _model,
     _te_scale_update,
     _thunder_snapshot,
 )
@@ -51,25 +50,9 @@ def run_thunder_fsdp(rank: int, world_size: int, spec: PairSpec) -> list[CaseRun
 
 
 def _run_side(side: Side, rank: int, world_size: int, spec: PairSpec) -> list[CaseRun]:
-    import torch
-
     if spec.fsdp not in ("ZERO2", "ZERO3"):
         raise ValueError(f"an FSDP side needs spec.fsdp ZERO2 or ZERO3, not {spec.fsdp!r}")
-    torch.cuda.set_device(_device())
-    group = _fp8_group(spec, rank, world_size)
-    runs = []
-    for case in spec.cases:
-        run = CaseRun(case=case, steps=[], linear_names=[])
-        try:
-            _run_case(side, spec, run, rank, group)
-        except Exception as error:
-            if world_size > 1:  # a rank that goes on alone would meet its peers in the wrong collective
-                if hasattr(error, "add_note"):
-                    error.add_note(f"teparity: {side} FSDP {spec.fsdp} side, case {case.label()}")
-                raise
-            run.error = traceback.format_exc()
-        runs.append(run)
-    return runs
+    return sides._run_side(side, rank, world_size, spec, _run_case)
 
 
 def _mesh() -> Any:
@@ -83,14 +66,12 @@ def _mesh() -> Any:
 def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -> None:
     import torch
 
-    from teparity.inrank.models import linear_names, plain_mlp, te_twin
+    from teparity.inrank.models import linear_names, te_twin
 
     case = run.case
     device = _device()
     recipe = recipes.build(spec.recipe_id)
-    plain = plain_mlp(
-        case.sizes, seed=case.seed, device=device, dtype=_dtype(case.dtype), bias=case.bias, activation=case.activation
-    )
+    plain = _model(case, device)
     run.linear_names = linear_names(plain)
     shapes = {name: tuple(p.shape) for name, p in plain.named_parameters()}
     info = find_te_executors()[spec.executor]

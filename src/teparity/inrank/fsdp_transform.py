@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from teparity.inrank.scenarios import transform_steps
+from teparity.inrank.scenarios import backward_collectives, transform_steps
 from teparity.records import DdpTransformRun, RankError
 from teparity.stack.versions import jit_fsdp
 
@@ -78,16 +78,10 @@ def fully_shard_model(model: Any, sharding: str, mesh: Any = None, keep_attribut
     return model
 
 
-def _collectives(trace: Any) -> tuple[str, ...]:
-    names = [bsym.sym.name for bsym in trace.bound_symbols]
-    return tuple(n for n in names if n.startswith("torch_") and n.endswith("_prim_impl"))
-
-
 def fsdp_transform_run(rank: int, world_size: int, spec: FsdpTransformSpec) -> DdpTransformRun:
     """``spec.steps`` SGD steps of ``plain_mlp`` under thunder's FSDP or torch FSDP2 with rank-dependent
     inputs. The thunder side returns its exception instead of raising (an FSDP transform that cannot take
     the model raises at trace construction, on every rank alike, before any collective)."""
-    import thunder
 
     from teparity.inrank.models import plain_mlp
 
@@ -106,4 +100,4 @@ def fsdp_transform_run(rank: int, world_size: int, spec: FsdpTransformSpec) -> D
         run = transform_steps(rank, spec, jitted, parameters, seeds=(4, 5), full=lambda name, grad: gather_shard(grad, shapes[name]))
     except Exception as error:
         return DdpTransformRun(error=RankError.of(error))
-    return dataclasses.replace(run, backward_collectives=_collectives(thunder.last_backward_traces(jitted)[-1]))
+    return dataclasses.replace(run, backward_collectives=backward_collectives(jitted))

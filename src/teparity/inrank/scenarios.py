@@ -12,7 +12,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from teparity.inrank.syncspy import record_fp8_syncs
-from teparity.judge.traces import TraceSummary, summarize
+from teparity.judge.traces import TraceSummary, is_distributed, summarize
 from teparity.records import DdpTransformRun, RankError
 from teparity.stack.versions import (
     ExecutorKind,
@@ -114,7 +114,6 @@ def ddp_transform_run(rank: int, world_size: int, spec: DdpTransformSpec) -> Ddp
     """``spec.steps`` SGD steps of ``plain_mlp`` under thunder's DDP transform or torch DDP, with
     rank-dependent inputs. The thunder side returns its exception instead of raising: the 2024 transform
     raises at trace construction, on every rank alike, before any collective (docs/facts.md)."""
-    import thunder
     import torch
 
     from teparity.inrank.models import plain_mlp
@@ -133,9 +132,14 @@ def ddp_transform_run(rank: int, world_size: int, spec: DdpTransformSpec) -> Ddp
             run = transform_steps(rank, spec, jitted, parameters)
     except Exception as error:
         return DdpTransformRun(error=RankError.of(error))
-    names = [bsym.sym.name for bsym in thunder.last_backward_traces(jitted)[-1].bound_symbols]
-    collectives = tuple(n for n in names if n.startswith("torch_") and n.endswith("_prim_impl"))
-    return dataclasses.replace(run, backward_collectives=collectives)
+    return dataclasses.replace(run, backward_collectives=backward_collectives(jitted))
+
+
+def backward_collectives(jitted: Any) -> tuple[str, ...]:
+    """The distributed symbols of ``jitted``'s last backward execution trace, in order."""
+    import thunder
+
+    return tuple(b.sym.name for b in thunder.last_backward_traces(jitted)[-1].bound_symbols if is_distributed(b.sym.name))
 
 
 def transform_steps(

@@ -100,12 +100,13 @@ def run_thunder(rank: int, world_size: int, spec: PairSpec) -> list[CaseRun]:
     return _run_side("thunder", rank, world_size, spec)
 
 
-def _run_side(side: Side, rank: int, world_size: int, spec: PairSpec) -> list[CaseRun]:
+def _run_side(side: Side, rank: int, world_size: int, spec: PairSpec, run_case: Any = None) -> list[CaseRun]:
+    """Every case of the spec on this rank's GPU, each by ``run_case`` (default ``_run_case``)."""
     import torch
 
     torch.cuda.set_device(_device())
     group = _fp8_group(spec, rank, world_size)
-    return [_run_case_or_record(side, spec, case, rank, world_size, group) for case in spec.cases]
+    return [_run_case_or_record(side, spec, case, rank, world_size, group, run_case) for case in spec.cases]
 
 
 UNFUSED_UPDATE_VARIABLE = "NVTE_UNFUSED_FP8_UPDATE"
@@ -119,15 +120,18 @@ def _te_scale_update(update: ScaleUpdate) -> Any:
     return mock.patch.dict(os.environ, {UNFUSED_UPDATE_VARIABLE: "1"} if update == "python" else {})
 
 
-def _run_case_or_record(side: Side, spec: PairSpec, case: Case, rank: int, world_size: int, group: Any) -> CaseRun:
-    """One case; with one process a case that raises is recorded (the others still run and compare)."""
+def _run_case_or_record(
+    side: Side, spec: PairSpec, case: Case, rank: int, world_size: int, group: Any, run_case: Any = None
+) -> CaseRun:
+    """One case (by ``run_case``, default ``_run_case``); with one process a case that raises is recorded
+    (the others still run and compare)."""
     run = CaseRun(case=case, steps=[], linear_names=[])
     try:
-        _run_case(side, spec, run, rank, group)
+        (run_case or _run_case)(side, spec, run, rank, group)
     except Exception as error:
         if world_size > 1:  # a rank that goes on alone would meet its peers in the wrong collective
             if hasattr(error, "add_note"):  # Python 3.11+: the traceback then names the case
-                error.add_note(f"teparity: {side} side, case {case.label()}")
+                error.add_note(f"teparity: {side} side{f' (FSDP {spec.fsdp})' if spec.fsdp else ''}, case {case.label()}")
             raise
         # The exception first (a long message would push it out of a tail), then the traceback; the traces
         # recorded so far stay: TE claims are judged first.

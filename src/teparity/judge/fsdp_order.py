@@ -12,7 +12,7 @@ already holds the count: one update per TE linear and trace, i.e. one per state 
 
 from __future__ import annotations
 
-from teparity.judge.traces import TraceSummary
+from teparity.judge.traces import TraceSummary, is_distributed
 from teparity.records import CaseRun
 from teparity.stack.versions import BACKWARD_SYNC_SYMBOL, FUNCTIONAL_UPDATE_SYMBOL
 
@@ -26,7 +26,7 @@ def collective_sequence(summary: TraceSummary) -> list[str]:
     backward syncs of a trace, in order, by short name."""
     return [
         _short(row.name) for row in summary.rows
-        if (row.name.startswith("torch_") and row.name.endswith("_prim_impl") and "bucket" not in row.name)
+        if (is_distributed(row.name) and "bucket" not in row.name)
         or row.name.startswith(FUNCTIONAL_UPDATE_SYMBOL) or row.name == BACKWARD_SYNC_SYMBOL
     ]
 

@@ -110,8 +110,8 @@ def checkpoint_recomputes(case: Case) -> tuple[int, int]:
 
 def trace_violations(thunder_by_rank: list[list[CaseRun]], spec: PairSpec) -> list[Violation]:
     """The executor's structural invariants on every rank and case (activation checkpointing: the
-    checkpointed linears, all but the last, recomputed in the backward; a forward-only program: no
-    backward to check)."""
+    recomputations ``checkpoint_recomputes`` allows, and the FP8-state invariants per state rather than
+    per trace; a forward-only program: no backward to check)."""
     violations: list[Violation] = []
     for run in _ran(thunder_by_rank):
         n = len(run.linear_names)
@@ -176,16 +176,11 @@ def forwards_recorded(snapshot: Snapshot) -> int | None:
     return None if first is None else int(first["amax_history"].ne(0).sum())
 
 
-def newest_amaxes(snapshot: Snapshot) -> dict[str, dict[str, float]]:
-    """The newest amax of every linear and role, as floats: the last row of its history (TE's update rolls
-    the history up by one and zeroes row 0 for the next measurement)."""
-    return {linear: {role: float(state["amax_history"][-1]) for role, state in roles.items()} for linear, roles in snapshot.items()}
-
-
-def pending_amaxes(snapshot: Snapshot) -> dict[str, dict[str, float]]:
-    """Row 0 of every linear's and role's amax history, as floats: the slot TE's update zeroes for the next
-    measurement, so non-zero there after a step means an amax recorded after that step's update."""
-    return {linear: {role: float(state["amax_history"][0]) for role, state in roles.items()} for linear, roles in snapshot.items()}
+def amax_row(snapshot: Snapshot, row: int) -> dict[str, dict[str, float]]:
+    """Row ``row`` of every linear's and role's amax history, as floats. TE's update rolls the history up
+    by one and zeroes row 0 for the next measurement: after a step, row -1 is the newest amax and row 0
+    non-zero means an amax recorded after the step's update."""
+    return {linear: {role: float(state["amax_history"][row]) for role, state in roles.items()} for linear, roles in snapshot.items()}
 
 
 def sync_counts(runs_by_rank: list[list[CaseRun]]) -> dict[int, dict[str, list[int]]]:
@@ -241,7 +236,7 @@ def assert_parity(
     forwards = {side: steps[0] if steps else None for side, steps in by_step.items()}
     # Ahead of the list of differences, so that a report's evidence (its head) keeps it.
     seen = f"; forward passes in rank 0's step-0 amax history (first case and linear): {forwards}" if spec.micro_batches > 1 else ""
-    amaxes = {side: newest_amaxes(run.steps[0].fp8_state) if run.steps else {} for side, run in sides.items()}
+    amaxes = {side: amax_row(run.steps[0].fp8_state, -1) if run.steps else {} for side, run in sides.items()}
     first_linear = {side: by_linear.get(min(by_linear, default=""), {}) for side, by_linear in amaxes.items()}
     seen += f"; rank 0's first case, first linear, newest amaxes after step 0: {first_linear}"
     message = result.message(f"thunder vs eager TE; {ctx}{seen}")
@@ -255,6 +250,6 @@ def assert_parity(
         forwards_recorded=forwards,
         forwards_by_step=by_step,
         first_amaxes=amaxes,
-        first_pending_amaxes={side: pending_amaxes(run.steps[0].fp8_state) if run.steps else {} for side, run in sides.items()},
+        first_pending_amaxes={side: amax_row(run.steps[0].fp8_state, 0) if run.steps else {} for side, run in sides.items()},
         variant=spec.variant(),
     )

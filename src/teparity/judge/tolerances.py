@@ -80,14 +80,14 @@ def numerics_rule(recipe_id: str, executor: str, activation: str | None, apart: 
 def rounds_apart(case: Case, spec: PairSpec) -> str | None:
     """Why the tensors TE sees differ between the sides beyond an activation's rounding, or None: the
     llama block's RMSNorm, rotary embedding, SDPA and SiLU are thunder's own decompositions against
-    torch's kernels, and under ``torch.autocast`` thunder casts the fp32 weight to bf16 before TE
-    quantizes it where eager TE quantizes the fp32 weight. FP8 quantization then turns a rounding
+    torch's kernels, and under ``torch.autocast`` thunder casts the fp32 input and weight to bf16 before
+    TE quantizes them where eager TE quantizes the fp32 tensors. FP8 quantization then turns a rounding
     difference into up to one E4M3 step (2**-3 relative) in what the next linear sees."""
     reasons = []
     if case.model == "llama":
         reasons.append("the llama block's RMSNorm, rotary, SDPA and SiLU are thunder's decompositions against torch's kernels")
     if spec.torch_autocast:
-        reasons.append(f"under torch.autocast thunder quantizes a {spec.torch_autocast} copy of the weight, eager TE the weight")
+        reasons.append(f"under torch.autocast thunder quantizes {spec.torch_autocast} copies of the input and weight, eager TE the fp32 tensors")
     return "; ".join(reasons) or None
 
 

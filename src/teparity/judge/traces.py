@@ -61,6 +61,11 @@ class Violation:
         return f"[{self.invariant}] {self.message}\n{self.evidence}"
 
 
+def is_distributed(name: str) -> bool:
+    """A thunder torch-executor collective, wait or bucket helper (``torch_*_prim_impl``)."""
+    return name.startswith("torch_") and name.endswith("_prim_impl")
+
+
 def _role(bsym: Any) -> Role:
     from thunder.core.prims import PrimIDs
 
