@@ -22,6 +22,8 @@ FIRST_STEP = "tests/ddp/test_ddp_parity.py::test_first_ddp_step_matches_torch_dd
 TRACES = "tests/trace/test_te_trace_invariants.py::test_te_trace_invariants"
 FP8_GROUP = "tests/ddp/test_ddp_parity.py::test_amax_reduction_stays_in_the_fp8_group"
 CHECKPOINTING = "tests/features/test_feature_parity.py::test_activation_checkpointing_matches_eager_te"
+RECIPE_CHANGE = "tests/features/test_feature_parity.py::test_recipe_changes_between_steps_match_eager_te"
+AUTOCAST = "tests/features/test_feature_parity.py::test_training_under_torch_autocast_matches_eager_te"
 
 #: mutation -> (tests that must fail, any of these lines must be in the output). The killing tests are
 #: ones that pass on a clean run of thunder 0.2.6 with TE 2.9 (the functional executor's multi-step
@@ -42,6 +44,10 @@ KILLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "checkpointing-transform-skipped": ((f"{CHECKPOINTING}[functional-jit-delayed]",), ("one-update-per-fp8-state",)),
     "amax-updates-duplicated": ((f"{FIRST_STEP}[functional]",), ("amax_history differs",)),
     "checker-declines": ((f"{TRACES}[legacy]", f"{TRACES}[functional]"), ("silent fallback",)),
+    # Both checks are known-defect xfails today: a mutation that undoes the defect is killed by the XPASS, one
+    # that changes the failure by a failure outside the signature.
+    "recipe-change-state-kept": ((f"{RECIPE_CHANGE}[functional-alternate]", f"{RECIPE_CHANGE}[functional-rebuilt]"), ("XPASS(strict)",)),
+    "autocast-linear-not-downcast": ((f"{AUTOCAST}[functional]",), ("raised:", "dtype")),
 }
 KILLING_TESTS = sorted({t for killing, _ in KILLS.values() for t in killing})
 

@@ -46,6 +46,7 @@ pytestmark = [
 #: Entries that need TE on an FP8 GPU; test_gpu_kills.py holds their kill expectations.
 GPU_ONLY = {
     "amax-updates-duplicated",
+    "autocast-linear-not-downcast",
     "checkpointing-transform-skipped",
     "autocast-recipe-dropped",
     "autocast-wrapper-dropped",
@@ -58,6 +59,7 @@ GPU_ONLY = {
     "functional-no-cross-rank-reduction",
     "functional-scale-perturbed",
     "legacy-scale-perturbed",
+    "recipe-change-state-kept",
 }
 
 

@@ -18,6 +18,9 @@ from typing import Any
 from teparity.tools.mutations import CATALOG
 
 
+_FAILING = ("FAIL", "XPASS")
+
+
 @dataclasses.dataclass
 class GateRun:
     mutation: str | None
@@ -26,14 +29,16 @@ class GateRun:
     report: dict[str, Any]
 
     def failed_checks(self) -> list[str]:
-        return [f"{r['check']}/{r['executor']}" for r in self.report.get("results", []) if r["outcome"] == "FAIL"]
+        """The report rows that failed the run: a FAIL, or an XPASS (a strict xfail whose defect did not show:
+        how a mutation that undoes a known defect is killed)."""
+        return [f"{r['check']}/{r['executor']}" for r in self.report.get("results", []) if r["outcome"] in _FAILING]
 
     def tests_that(self, outcome: str) -> set[str]:
         """Node ids of the reported tests with this outcome ("pass", "FAIL", ...)."""
         return {t["nodeid"] for r in self.report.get("results", []) for t in r["tests"] if t["outcome"] == outcome}
 
     def failed_tests(self) -> set[str]:
-        return self.tests_that("FAIL")
+        return {nodeid for outcome in _FAILING for nodeid in self.tests_that(outcome)}
 
 
 def run_gate(

@@ -190,6 +190,34 @@ def _checkpointing_transform_skipped() -> None:
     te_executor._te_activation_checkpointing_transform = lambda trace: trace
 
 
+def _recipe_state_kept() -> None:
+    """The functional executor's ``TERecipeState`` keeps the first FP8 state it made, whatever recipe object
+    it is called with next: a recipe change reuses the old state. For DelayedScaling recipes that is what
+    eager TE does, so on today's builds the strict xfail of ``recipe-change`` (a new state per recipe object)
+    passes, and the run fails on the XPASS."""
+    impl = _functional_impl()
+    state_class = getattr(impl, "TERecipeState", None)
+    if state_class is None:
+        raise LookupError(f"cannot inject: {impl.__name__} has no TERecipeState")
+    real = state_class.__call__
+
+    def call(self: Any, recipe: Any, mode: str, num_quantizers: int) -> Any:
+        return self.state if self.state is not None else real(self, recipe, mode, num_quantizers)
+
+    state_class.__call__ = call
+
+
+def _linear_not_downcast_under_autocast() -> None:
+    """thunder's autocast rule for linear stops downcasting: under ``torch.autocast`` the linear gets the fp32
+    operands (on CPU, thunder 0.2.6, the grad transform then raises on a bfloat16 gradient for an fp32
+    parameter)."""
+    import thunder.transforms.autocast as autocast
+
+    if getattr(autocast, "_linear_autocast_impl", None) is None:
+        raise LookupError("cannot inject: this thunder's autocast has no _linear_autocast_impl")
+    autocast._linear_autocast_impl = lambda a, w, bias, dtype: autocast.prims.linear(a, w, bias)
+
+
 def _decline_every_linear() -> None:
     """Every TE executor's checker says no: thunder silently runs the linears in torch."""
     patched = 0
@@ -409,6 +437,20 @@ CATALOG: dict[str, Mutation] = {
             "state again in the backward (twice per step)",
             "functional-checkpointing",
             _checkpointing_transform_skipped,
+        ),
+        Mutation(
+            "recipe-change-state-kept",
+            "the functional executor's recipe state reused across recipe objects: a recipe change keeps the "
+            "old FP8 state (eager TE's behaviour for DelayedScaling, so it shows as the fix of a known defect)",
+            "functional-te",
+            _recipe_state_kept,
+        ),
+        Mutation(
+            "autocast-linear-not-downcast",
+            "thunder's autocast rule for linear no longer downcasts its operands: under torch.autocast the linear "
+            "gets fp32 operands where eager TE's autocast computes in bfloat16",
+            "te",
+            _linear_not_downcast_under_autocast,
         ),
         Mutation(
             "ddp-gradient-not-reduced",
