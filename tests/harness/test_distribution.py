@@ -12,7 +12,6 @@ _SAY_DIST = "def pytest_report_header(config):\n    return f'dist mode: {config.
     [
         (("-n", "2"), "worksteal"),
         (("-n", "2", "--dist", "load"), "load"),
-        (("-n", "2", "--dist=loadfile"), "loadfile"),
         ((), "no"),
     ],
 )

@@ -24,6 +24,7 @@ from teparity.judge.failures import (
     RaisedOnTheRanks,
     ReducedOutsideTheGroup,
     SilentFallback,
+    TraceInvariantBroken,
 )
 from teparity.records import Case
 from teparity.stack.versions import Environment, ExecutorInfo, Versions
@@ -215,6 +216,60 @@ SIGNATURES: dict[str, tuple[BaseException, Environment, list[tuple[str, BaseExce
         ],
     ),
 }
+
+
+NOT_RECOMPUTED = "rank 0 backward trace: 0 forward TE linears recomputed (at []), expected 1 to 2"
+CHECKPOINT_FX = "activation checkpointing of every layer but the last, compiled with thunderfx"
+UNBOUND = ("UnboundLocalError: cannot access local variable 't30' where it is not associated with a value\n"
+           "  File \"thunder.backward_fn_58\", line 45, in backward_fn\n"
+           "    (t36, t37) = te_functional_linear_bwd(t57, t30, t31, q27, q28, q35)")
+
+
+def _broken(*violations: tuple[str, str]) -> TraceInvariantBroken:
+    return TraceInvariantBroken("broken", violations=[{"invariant": i, "message": m} for i, m in violations])
+
+
+SIGNATURES.update({
+    "functional-amax-not-reduced-across-ranks": (
+        _parted(micro_batches=1, ranks_parted=40),
+        _env(),
+        [
+            ("ranks agree", _parted(micro_batches=1, ranks_parted=0), _env()),
+            ("no such evidence", _parted(micro_batches=1), _env()),
+            ("a case raised", _parted(micro_batches=1, ranks_parted=2,
+                                      case_errors=[{"case": Case(), "side": "thunder", "error": "x"}]), _env()),
+        ],
+    ),
+    "functional-checkpointing-saves-te-linears": (
+        _broken(("recomputed-te-linears", NOT_RECOMPUTED)),
+        _env(),
+        [
+            ("some recomputed", _broken(("recomputed-te-linears", NOT_RECOMPUTED.replace("0 forward", "1 forward")
+                                         .replace("(at [])", "(at [4])"))), _env()),
+            ("too many recomputed", _broken(("recomputed-te-linears", "rank 0 backward trace: 3 forward TE linears "
+                                                                      "recomputed (at [1, 4, 7]), expected 1 to 2")), _env()),
+            ("another invariant too", _broken(("recomputed-te-linears", NOT_RECOMPUTED),
+                                              ("one-update-per-fp8-state", "state 2 updated 2 times")), _env()),
+            ("no violation", _broken(), _env()),
+        ],
+    ),
+    "functional-thunderfx-checkpointing-backward-unbound": (
+        _parted(micro_batches=1, numeric_differences=0, first_difference=None, variant=CHECKPOINT_FX,
+                case_errors=[{"case": Case(), "side": "thunder", "error": UNBOUND}]),
+        _env(),
+        [
+            ("under thunder.jit", _parted(micro_batches=1, variant="activation checkpointing of every layer but the last",
+                                          case_errors=[{"case": Case(), "side": "thunder", "error": UNBOUND}]), _env()),
+            ("the eager side", _parted(micro_batches=1, variant=CHECKPOINT_FX,
+                                       case_errors=[{"case": Case(), "side": "eager", "error": UNBOUND}]), _env()),
+            ("another error", _parted(micro_batches=1, variant=CHECKPOINT_FX, case_errors=[
+                {"case": Case(), "side": "thunder", "error": UNBOUND.replace("UnboundLocalError", "NameError")}]), _env()),
+            ("outside the TE backward", _parted(micro_batches=1, variant=CHECKPOINT_FX, case_errors=[
+                {"case": Case(), "side": "thunder", "error": UNBOUND.replace("te_functional_linear_bwd(", "ltorch.mul(")}]), _env()),
+            ("no case raised", _parted(micro_batches=1, variant=CHECKPOINT_FX), _env()),
+        ],
+    ),
+})
 
 
 def test_every_entry_has_its_signature_tested() -> None:

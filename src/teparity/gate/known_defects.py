@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+import re
 from typing import Any, Literal
 
 from packaging.specifiers import SpecifierSet
@@ -35,6 +36,7 @@ from teparity.judge.failures import (
     RaisedOnTheRanks,
     ReducedOutsideTheGroup,
     SilentFallback,
+    TraceInvariantBroken,
 )
 from teparity.stack.versions import Environment, Versions, parse_version
 
@@ -237,6 +239,34 @@ def _recompute_records_amax_again(evidence: dict[str, Any], env: Environment) ->
     )
 
 
+def _ranks_part_unreduced(evidence: dict[str, Any], env: Environment) -> bool:
+    """No case raised and the ranks' thunder FP8 states differ: nothing reduced the amaxes across ranks."""
+    return not evidence["case_errors"] and evidence.get("ranks_parted", 0) > 0
+
+
+_NOTHING_RECOMPUTED = re.compile(r"\b0 forward TE linears recomputed \(at \[\]\)")
+
+
+def _checkpointed_linears_not_recomputed(evidence: dict[str, Any], env: Environment) -> bool:
+    violations = evidence["violations"]
+    return bool(violations) and all(
+        v["invariant"] == "recomputed-te-linears" and _NOTHING_RECOMPUTED.search(v["message"]) for v in violations
+    )
+
+
+def _recompute_reads_an_unbound_forward_tensor(evidence: dict[str, Any], env: Environment) -> bool:
+    errors = evidence["case_errors"]
+    return (
+        "compiled with thunderfx" in evidence["variant"] and "activation checkpointing" in evidence["variant"]
+        and bool(errors)
+        and all(
+            e["side"] == "thunder" and e["error"].startswith("UnboundLocalError: cannot access local variable")
+            and "in backward_fn" in e["error"] and "te_functional_linear_bwd(" in e["error"]
+            for e in errors
+        )
+    )
+
+
 #: Every gate check that needs TE to run a linear (a harness test keeps it in step with the tiers).
 _TE_RUNS = ("te-claims-every-linear", "te-trace-invariants", "numerics", "numerics-fp32-bias", "ddp", "ddp-first-step",
             "ddp-grad-accumulation", "ddp-fp8-group-per-rank", "ddp-fp8-group-subgroups-of-2", "ddp-llama",
@@ -248,6 +278,8 @@ _FEATURES_RUN_TE29 = "docs/results/h200-te2.9.0-features/call2-65ae0b1"
 #: thunder 0.2.2 .. 0.2.7.dev20260201 with TE 2.9.0 at one commit: 0.2.3 and 0.2.4 showed entries' signatures
 #: outside their ranges then (near misses), which set the lower bounds below.
 _VERSIONS_RUN_TE29 = "docs/results/h200-te2.9.0-sixth/call3-2bafd7a"
+#: Seen with TE 2.9.0 only: the TE bound of the entries first seen there stops at the next release.
+_SEEN_TE29 = ">=2.9,<2.10"
 
 REGISTRY: tuple[KnownDefect, ...] = (
     KnownDefect(
@@ -442,6 +474,57 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "has its own checkpointing transform (0.2.5+), which keeps one update per state; the legacy one has none. "
         "Seen on 0.2.4, 0.2.5 and 0.2.6 with TE 2.9.0 (from TE 2.10 0.2.6's legacy executor has no TE)",
         seen=(_FEATURES_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86", _VERSIONS_RUN_TE29),
+    ),
+    KnownDefect(
+        id="functional-amax-not-reduced-across-ranks",
+        summary="before thunder 0.2.5 the functional TE executor does not all-reduce amaxes across data-parallel "
+        "ranks: each rank's FP8 scales follow its own data",
+        executors=("functional",),
+        checks=("ddp", "ddp-first-step", "ddp-llama"),
+        thunder=">=0.2.3,<0.2.5",
+        te=_SEEN_TE29,
+        failure=PartedFromEager,
+        matches=_ranks_part_unreduced,
+        signature="no case raised, and the ranks' thunder FP8 states differ from one another",
+        cause="transformer_engine_v2ex_impl.py (0.2.3, 0.2.4) updates each recipe state from its own amax history; "
+        "the all-reduce of state.amax_history over the default group came with thunder PR #2404 (0.2.5), the one "
+        "that teparity's mutant functional-no-cross-rank-reduction removes. Eager TE reduces amaxes over the "
+        "fp8_autocast group. Seen on 0.2.3 and 0.2.4 with TE 2.9.0",
+        seen=(_VERSIONS_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86"),
+    ),
+    KnownDefect(
+        id="functional-checkpointing-saves-te-linears",
+        summary="before thunder 0.2.5 thunder.jit under activation checkpointing recomputes none of the functional "
+        "executor's TE linears: the checkpointed region keeps its activations",
+        executors=("functional",),
+        checks=("activation-checkpointing",),
+        thunder=">=0.2.3,<0.2.5",
+        te=_SEEN_TE29,
+        failure=TraceInvariantBroken,
+        matches=_checkpointed_linears_not_recomputed,
+        signature="the only broken trace invariant is recomputed-te-linears, with no forward TE linear recomputed in "
+        "the backward trace",
+        cause="seen, not read in source: the functional executor's _te_activation_checkpointing_transform first "
+        "ships in 0.2.5; on 0.2.3 and 0.2.4 (TE 2.9.0) the backward trace of a torch.utils.checkpoint region "
+        "holds no te_functional_linear_fwd, so the region's TE linears are saved, not recomputed",
+        seen=(_VERSIONS_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86"),
+    ),
+    KnownDefect(
+        id="functional-thunderfx-checkpointing-backward-unbound",
+        summary="before thunder 0.2.5 a checkpointed region compiled with thunderfx fails in its backward: the "
+        "backward reads a forward TE linear's output that it never computes",
+        executors=("functional",),
+        checks=("activation-checkpointing",),
+        thunder=">=0.2.3,<0.2.5",
+        te=_SEEN_TE29,
+        failure=PartedFromEager,
+        matches=_recompute_reads_an_unbound_forward_tensor,
+        signature="under activation checkpointing compiled with thunderfx, every case error is the thunder side's "
+        "UnboundLocalError in backward_fn at a te_functional_linear_bwd call",
+        cause="seen, not read in source: thunder.backward_fn passes te_functional_linear_bwd a quantized forward "
+        "tensor (t29 on 0.2.3, t30 on 0.2.4) that no line of the backward defines; the functional executor's "
+        "checkpointing transform (0.2.5+) is absent",
+        seen=(_VERSIONS_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86"),
     ),
 )
 

@@ -33,7 +33,13 @@ class PartedFromEager(GateFailure):
     that the step-0 FP8 amax history holds, or None), ``forwards_by_step`` (the same per step, a list
     per side), ``first_amaxes`` (per side, linear and role: rank 0's first case's newest amax after
     step 0), ``first_pending_amaxes`` (the same for row 0 of the history, which the update zeroes),
-    ``variant`` (``PairSpec.variant()``)."""
+    ``variant`` (``PairSpec.variant()``), ``ranks_parted`` (differences between the ranks' thunder FP8
+    states, which the amax reduction keeps identical)."""
+
+
+class TraceInvariantBroken(GateFailure):
+    """A trace breaks an invariant that thunder's TE executors promise. Evidence: ``violations``, one
+    ``{"invariant": name, "message": str}`` per broken invariant, in the order the checks found them."""
 
 
 class ReducedOutsideTheGroup(GateFailure):

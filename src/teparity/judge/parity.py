@@ -252,4 +252,5 @@ def assert_parity(
         first_amaxes=amaxes,
         first_pending_amaxes={side: amax_row(run.steps[0].fp8_state, 0) if run.steps else {} for side, run in sides.items()},
         variant=spec.variant(),
+        ranks_parted=len(across.differences),
     )

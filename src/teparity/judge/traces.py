@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
+from teparity.judge.failures import TraceInvariantBroken
 from teparity.stack.versions import BACKWARD_SYNC_SYMBOL
 
 Role = Literal["return", "backward_sync", "grad_wait", "all_reduce", "other"]
@@ -214,10 +215,14 @@ def violations_message(violations: Sequence[Violation], context: str) -> str:
 
 
 def assert_no_violations(violations: Sequence[Violation], context: str) -> None:
-    """Fail with every violation and its evidence in one message."""
+    """Fail with every violation and its evidence in one message (a ``TraceInvariantBroken``, which a
+    known-defect entry can match on)."""
     __tracebackhide__ = True
     if violations:
-        raise AssertionError(violations_message(violations, context))
+        raise TraceInvariantBroken(
+            violations_message(violations, context),
+            violations=[{"invariant": v.invariant, "message": v.message} for v in violations],
+        )
 
 
 # -- invariants that need TE: who ran the linears, the functional executor's updates ----------------
