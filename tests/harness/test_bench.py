@@ -77,7 +77,9 @@ def test_repeat_names_each_test_that_changed_with_the_runs_that_saw_each_version
 def test_bench_of_the_trace_tier_is_identical_and_says_where_start_up_went(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]
     completed = subprocess.run(
-        [sys.executable, "-m", "teparity", "bench", "--workdir", str(tmp_path), "--", "tests/trace", "-p", "no:xdist"],
+        # The FSDP-transform checks left out: they add minutes in three modes and no launch path the rest lacks.
+        [sys.executable, "-m", "teparity", "bench", "--workdir", str(tmp_path), "--", "tests/trace", "-p", "no:xdist",
+         "-k", "not fsdp_transform"],
         cwd=root, capture_output=True, text=True, timeout=600, check=False,
     )
     assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-4000:]
