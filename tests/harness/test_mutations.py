@@ -150,3 +150,16 @@ def test_first_kill_counts_a_run_that_xdist_stopped_after_a_failure(tmp_path: Pa
     assert "ERROR (exit 2)" in rows["usage"] and not ok, table
     table, _ = killmatrix.kill_matrix(["t"], tmp_path, first_kill=False, progress=lambda line: None)
     assert "ERROR (exit 2)" in {line.split()[0]: line for line in table.splitlines()[1:]}["stopped"], table
+
+
+def test_a_check_that_xpasses_or_fails_killed_the_mutant_and_a_known_one_did_not() -> None:
+    """A strict xfail whose defect stopped showing (XPASS) fails the run as a FAIL does; a known row does not."""
+    from teparity.tools.killmatrix import GateRun
+
+    def row(check: str, outcome: str) -> dict:
+        return {"check": check, "executor": "functional", "outcome": outcome,
+                "tests": [{"nodeid": f"t::{check}", "outcome": outcome}]}
+
+    run = GateRun("m", 1, "", {"results": [row("a", "XPASS"), row("b", "FAIL"), row("c", "known"), row("d", "pass")]})
+    assert run.failed_checks() == ["a/functional", "b/functional"]
+    assert run.failed_tests() == {"t::a", "t::b"}
