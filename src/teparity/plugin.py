@@ -94,7 +94,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_cmdline_main(config: pytest.Config) -> Any:
     """Under ``-n N`` with no ``--dist``, distribute by work stealing instead of xdist's ``load``: a gate
-    test takes 0.01 s (a skip) to 26 s (a first warm-rank run), and ``load`` left one worker of 12 with
+    test takes 0.01 s (a skip) to about 30 s (a first warm-rank run), and ``load`` left one worker of 12 with
     42 s of rank work where the mean was 28 s (docs/results/h200-te2.20.2-sixth/README.md, call1). Runs before
     xdist's own hook (a wrapper runs before every plain implementation), which turns an unset ``--dist``
     into ``load``; an explicit ``--dist`` is kept."""

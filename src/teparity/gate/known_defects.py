@@ -24,8 +24,8 @@ Ranges are PEP 440 specifiers, so a bound named by release leaves out that relea
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 import re
+from collections.abc import Callable
 from typing import Any, Literal
 
 from packaging.specifiers import SpecifierSet

@@ -21,9 +21,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from teparity.inrank import fp8state
+from teparity.inrank import fp8state, sides
 from teparity.inrank.fsdp_transform import fully_shard_model, gather_shard
-from teparity.inrank import sides
 from teparity.inrank.sides import (
     _device,
     _grad_output,
