@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from teparity.gate import known_defects
+from teparity.gate import known_defects, schedule
 from teparity.gate.report import EVIDENCE_CHARS, ParityReport, TestOutcome
+from teparity.gate.timeline import Timeline
+from teparity.launch import threads
 from teparity.stack.versions import Versions
 from teparity.tools import mutations
 
@@ -91,16 +94,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+#: Set on a run under ``-n`` without ``--dist``: its tests are scheduled longest first.
+_LONGEST_FIRST = pytest.StashKey[bool]()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_cmdline_main(config: pytest.Config) -> Any:
-    """Under ``-n N`` with no ``--dist``, distribute by work stealing instead of xdist's ``load``: a gate
-    test takes 0.01 s (a skip) to about 30 s (a first warm-rank run), and ``load`` left one worker of 12 with
-    42 s of rank work where the mean was 28 s (docs/results/h200-te2.20.2-sixth/README.md, call1). Runs before
+    """Under ``-n N`` with no ``--dist``, schedule the tests longest first (``teparity.gate.schedule``): a
+    gate test takes 0.01 s (a skip) to about 30 s, and xdist's ``load`` left one worker of 12 with 42 s of
+    rank work where the mean was 28 s (docs/results/h200-te2.20.2-sixth/README.md, call1). Runs before
     xdist's own hook (a wrapper runs before every plain implementation), which turns an unset ``--dist``
     into ``load``; an explicit ``--dist`` is kept."""
     if getattr(config.option, "numprocesses", None) and getattr(config.option, "dist", None) == "no":
-        config.option.dist = "worksteal"
+        config.option.dist = "load"
+        config.stash[_LONGEST_FIRST] = True
     return (yield)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.stash.get(_LONGEST_FIRST, False):
+        return schedule.make_scheduler(config, log)
+    return None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -113,6 +128,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     if injected := config.getoption("teparity_inject"):
         os.environ[mutations.ENV_VAR] = ",".join(injected)
+    global _threads_set
+    _threads_set = threads.apply_defaults()
     _register_hypothesis_profiles()
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(ParityReporter(config), "teparity-parity-reporter")
@@ -140,6 +157,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 #: Why the run has no fork server of its own (each process then starts one), or None.
 _fork_server_failure: str | None = None
+#: The rank thread variables that this process set (``teparity.launch.threads``); the others were given.
+_threads_set: frozenset[str] = frozenset()
 
 
 def _register_hypothesis_profiles() -> None:
@@ -172,6 +191,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"teparity: world size {_world_size(config)}, backend {_backend(config)}, "
         f"harness deadline {config.getoption('teparity_timeout'):g} s, {_ranks_label(config)}",
         *(f"teparity: TE executor {info.label()}" for info in env.executors.values()),
+        f"teparity: distribution: {_distribution(config)}",
+        "teparity: rank CPU threads: " + ", ".join(f"{k}={v}" for k, v in threads.in_force(_threads_set).items()),
     ]
     if broken := env.import_failure():
         lines.append(f"teparity: THE SYSTEM UNDER TEST DOES NOT IMPORT (every gate test fails): {broken}")
@@ -187,6 +208,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             f"runs them as plain tests): {', '.join(registered)}"
         )
     return lines
+
+
+def _distribution(config: pytest.Config) -> str:
+    if config.stash.get(_LONGEST_FIRST, False):
+        return "longest first (expected durations: this checkout's last run, else teparity/gate/durations.json)"
+    return f"--dist {config.option.dist}" if getattr(config.option, "numprocesses", None) else "one process"
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -379,8 +406,13 @@ class ParityReporter:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.report = ParityReport(environment={})
+        self.timeline = Timeline(started=time.time())
+        #: When the session finished (its last test and this process's ranks ended), for both time lines.
+        self.finished: float | None = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        node = getattr(report, "node", None)  # an xdist worker's report, in the controller
+        self.timeline.record(report.nodeid, node.gateway.id if node is not None else "main", report.start, report.stop)
         tag = dict(report.user_properties).get(_PROPERTY)
         if tag is not None and (outcome := _outcome(report)) is not None:
             self.report.record(tag["check"], tag["executor"], outcome)
@@ -389,16 +421,20 @@ class ParityReporter:
         if self.report.cells:
             terminalreporter.write_sep("=", "teparity parity report")
             terminalreporter.write_line(self.report.table())
+            terminalreporter.write_line(f"teparity time: {self.timeline.summary(self.finished or time.time())}")
 
     def pytest_sessionfinish(self, exitstatus: int) -> None:
         from teparity.launch.torchrun import torchrun_world
 
+        self.finished = time.time()
+        schedule.remember_durations(self.config, {span.nodeid: span.duration for span in self.timeline.spans.values()})
         # Every torchrun rank judged the same all-gathered evidence: rank 0 alone writes the report.
         joined = torchrun_world()
         if (path := self.config.getoption("teparity_report")) and (joined is None or joined[0] == 0):
             # 2 (interrupted, e.g. by a time limit): the report holds only the tests that finished.
             self.report.exitstatus = int(exitstatus)
             self.report.environment = self._environment_section()
+            self.report.timeline = self.timeline.to_json(self.finished)
             self.report.write(path)
 
     def _environment_section(self) -> dict[str, Any]:
@@ -417,4 +453,5 @@ class ParityReporter:
             "injected": self.config.getoption("teparity_inject"),
             "fp8": env.fp8_reason() or "yes",
             "te_settings": te_settings(),
+            "rank_threads": threads.in_force(_threads_set),
         }

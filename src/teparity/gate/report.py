@@ -68,6 +68,8 @@ class ParityReport:
     cells: dict[tuple[str, str], Cell] = dataclasses.field(default_factory=dict)
     #: pytest's exit status (0 green; 1 a test failed; 2 interrupted: only finished tests are here).
     exitstatus: int | None = None
+    #: Where the run's time went (``teparity.gate.timeline.Timeline.to_json``); not part of any verdict.
+    timeline: dict[str, Any] | None = None
 
     def record(self, check: str, executor: str | None, test: TestOutcome) -> None:
         self.cells.setdefault((check, executor or NO_EXECUTOR), Cell()).tests.append(test)
@@ -112,6 +114,7 @@ class ParityReport:
                 }
                 for (check, executor), cell in sorted(self.cells.items())
             ],
+            **({"timeline": self.timeline} if self.timeline is not None else {}),
         }
 
     def write(self, path: str | Path) -> None:
@@ -123,7 +126,8 @@ class ParityReport:
         if data.get("schema") != SCHEMA:
             raise ValueError(f"not a teparity parity report (schema {data.get('schema')!r}, expected {SCHEMA!r})")
         environment = data["environment"]
-        report = cls(environment=environment, exitstatus=data.get("exitstatus", environment.get("pytest_exit_status")))
+        report = cls(environment=environment, exitstatus=data.get("exitstatus", environment.get("pytest_exit_status")),
+                     timeline=data.get("timeline"))
         for result in data["results"]:
             for test in result["tests"]:
                 # Reports before the registry called a known defect "xfail".
