@@ -2,8 +2,9 @@
 reports merged into a markdown compatibility table), ``kill-matrix`` (the gate clean and under each
 applicable mutation from teparity.tools.mutations), ``known-defects`` (the registry as markdown), ``bench``
 (the gate with fresh, warm and forked ranks: wall times, ratios, identical verdicts), ``repeat`` (the
-gate N times: every verdict or number that changed) and ``bisect`` (the first thunder build or TE release
-between a good and a bad one whose verdict changes)."""
+gate N times: every verdict or number that changed), ``bisect`` (the first thunder build or TE release
+between a good and a bad one whose verdict changes) and ``durations`` (the expected test durations that
+order a run under ``-n``, from parity reports' timelines)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,29 @@ def matrix(paths: list[Path], output: Path | None, axis: Axis = "te") -> int:
     return 0
 
 
+def durations(paths: list[Path], output: Path | None) -> int:
+    """Each test's longest duration over the reports' timelines, in seconds (a test run on several stacks
+    is expected to take its longest)."""
+    longest: dict[str, float] = {}
+    for path in paths:
+        try:
+            timeline = ParityReport.from_json(json.loads(path.read_text())).timeline
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            print(f"python -m teparity durations: {path}: {type(error).__name__}: {error}", file=sys.stderr)
+            return 2
+        if not timeline:
+            print(f"python -m teparity durations: {path}: no timeline (a report written before teparity kept one)", file=sys.stderr)
+            return 2
+        for test in timeline["tests"]:
+            longest[test["nodeid"]] = max(longest.get(test["nodeid"], 0.0), round(test["duration_s"], 1))
+    text = json.dumps(dict(sorted(longest.items())), indent=0) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text)
+    return 0
+
+
 def _source(path: Path) -> str:
     """The run a report came from: its folder, and its file name where a folder holds several."""
     return path.parent.name if path.stem == "parity-report" else f"{path.parent.name}/{path.stem}"
@@ -98,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     bisecting.add_argument("--bad", required=True, type=valid_version, help="a build that fails them (older than --good: find the fix)")
     bisecting.add_argument("--wheels", type=Path, help="candidates from this folder of wheels instead of the index")
     bisecting.add_argument("--workdir", type=Path, help="bisect.json, bisect.txt, builds/, each step's report and log (default: a new temp dir)")
+    expect = commands.add_parser("durations", help="expected test durations (the longest-first order under -n) from parity reports' timelines")
+    expect.add_argument("reports", nargs="+", type=Path, metavar="REPORT.json")
+    expect.add_argument("-o", "--output", type=Path, help="write the JSON here (teparity/gate/durations.json) instead of stdout")
     # What follows the first "--" goes to pytest as it is; split here, since an argparse remainder after a
     # positional (repeat's N) would swallow the options that follow it too.
     argv = sys.argv[1:] if argv is None else argv
@@ -116,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         return bench_command(pytest_args, args.workdir, args.modes, args.warmup)
     if args.command == "doctor":
         return doctor()
+    if args.command == "durations":
+        return durations(args.reports, args.output)
     if args.command == "known-defects":
         from teparity.gate.known_defects import markdown
 

@@ -82,6 +82,26 @@ def test_a_raising_rank_discards_the_pool_with_its_traceback(tmp_path: Path, for
     rankpool.close_pools()
 
 
+def test_one_pool_serves_every_world_size_and_grows_for_more_ranks(tmp_path: Path, fork_preload: rankpool.ForkPreload) -> None:
+    """One-rank and two-rank runs share ranks: the pool regroups them for each run's world size and starts
+    rank 1 when a two-rank run first needs it, so each process pays its first-run costs once."""
+    def run(world_size: int) -> list[object]:
+        return rankpool.warm_ranks(faults.sum_of_ranks, world_size=world_size, backend="gloo", timeout=120,
+                                   workdir=tmp_path, fork_preload=fork_preload)
+
+    try:
+        assert run(1) == [(0, 1, 0)]
+        (pool,) = rankpool._POOLS.values()
+        (first,) = pool.pids
+        assert run(2) == [(0, 2, 1), (1, 2, 1)]
+        assert run(1) == [(0, 1, 0)]
+        assert run(2) == [(0, 2, 1), (1, 2, 1)]
+        assert list(rankpool._POOLS.values()) == [pool] and pool.pids[0] == first and len(pool.pids) == 2
+        assert pool.groups == 4, "each change of world size forms a new group"
+    finally:
+        rankpool.close_pools()
+
+
 def test_a_killed_warm_rank_reports_its_signal(pool: rankpool.RankPool) -> None:
     with pytest.raises(RanksFailed) as failed:
         pool.run(faults.kill_last_rank, (), timeout=120)

@@ -50,9 +50,9 @@ def _rank_main(
     label: str,
 ) -> None:
     """Entry point of one fresh rank: set up evidence capture, join the group, run ``fn``, write the result."""
-    log = start_rank(rank, world_size, workdir, parent_pid)
+    log = start_rank(rank, workdir, parent_pid)
     try:
-        join_group(rank, world_size, backend, workdir, pg_timeout_s)
+        join_group(rank, world_size, backend, Path(workdir) / "rendezvous", pg_timeout_s)
         clock = time.monotonic()
         try:
             pickled = pickle.dumps({"ok": fn(rank, world_size, *args)})

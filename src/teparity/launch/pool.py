@@ -1,10 +1,16 @@
 """Warm ranks: a pool of rank processes that stay up between runs, so a side costs its work, not start-up.
 
 A fresh rank spends most of its life importing torch, TE and thunder and joining a process group (about
-20 s a side on an H200, for under a second of GPU work). A ``RankPool`` starts ``world_size`` ranks once,
-joins them into one process group, runs the caller's ``prologue`` once in each (the gate's imports TE and
-thunder: ``teparity.inrank.task.preload``) and then one function at a time on all of them; what couples
-two runs in one process is the function's to reset (the gate's is ``teparity.inrank.task.in_rank``).
+20 s a side on an H200, for under a second of GPU work); a warm rank's first run also pays for what
+torch.compile, TE and thunder do once per process (4-7 s of its first eager side and 2-11 s of its first
+thunder side under ``-n 12`` on an H200). A ``RankPool`` starts its ranks once, runs the caller's
+``prologue`` once in each (the gate's imports TE and thunder: ``teparity.inrank.task.preload``) and then
+one function at a time; what couples two runs in one process is the function's to reset (the gate's is
+``teparity.inrank.task.in_rank``). One pool serves every world size: a run on N ranks runs on ranks
+0..N-1, which join an N-rank process group (gloo or NCCL, the run's) where the last run's group was
+another, and the pool starts more ranks where it has fewer than N. So an xdist worker that runs one-rank
+and two-rank tests pays each process's first-run costs once, not once per world size.
+
 The guarantees of fresh ranks hold: a rank that raises, dies or hangs fails the run with its traceback,
 exit status or stack (faulthandler, on SIGUSR1 at the deadline), and every rank is killed; a pool that
 saw any failure is discarded, so the next run starts fresh ranks. Ranks die with their parent.
@@ -18,9 +24,8 @@ environment differs from that one is spawned instead. The fork server writes its
 ``forkserver.log``; it dies with the process that started it, and kills a client's ranks when that client
 goes away.
 
-``warm_ranks(fn, *args, ...)`` is ``run_ranks`` over the pool kept for (world size, backend, process-group
-timeout, prologue, start method, the environment the ranks inherit) in this process; ``close_pools()``
-ends them all.
+``warm_ranks(fn, *args, ...)`` is ``run_ranks`` over the pool kept for (prologue, start method, the
+environment the ranks inherit) in this process; ``close_pools()`` ends them all.
 """
 
 from __future__ import annotations
@@ -72,31 +77,37 @@ ForkPreload = tuple[str, ...] | None
 START_DEADLINE_S = 300.0
 
 
-def _pool_rank_main(
-    conn: Any, rank: int, world_size: int, backend: Backend, workdir: str, pg_timeout_s: float, parent_pid: int | None,
-    prologue: Prologue,
-) -> None:
+#: A process group: its size, backend, timeout, and the rendezvous file that forms it.
+Group = tuple[int, str, float, str]
+
+
+def _pool_rank_main(conn: Any, rank: int, workdir: str, parent_pid: int | None, prologue: Prologue) -> None:
     """Entry point of a warm rank: start as a fresh rank does, run the prologue, then run tasks until told
-    to stop. A forked rank has no ``parent_pid``: its parent is the fork server."""
-    start_rank(rank, world_size, workdir, parent_pid)
+    to stop, joining each task's process group first where it is not the one this rank is in. A forked
+    rank has no ``parent_pid``: its parent is the fork server."""
+    start_rank(rank, workdir, parent_pid)
     try:
-        join_group(rank, world_size, backend, workdir, pg_timeout_s)
         if prologue is not None:
             prologue()
     except BaseException:
         conn.send(("error", traceback.format_exc()))
         os._exit(1)
     conn.send(("ready", None))
+    joined: Group | None = None
     while True:  # until the parent kills it (RankPool.close) or goes away
         try:
             task = conn.recv()
         except EOFError:  # the parent is gone
             os._exit(0)
-        number, fn, args, label = task
+        number, fn, args, label, group = task
         print(f"=== teparity task {number}: {label}", flush=True)
         clock = time.monotonic()
         try:
-            reply = ("ok", pickle.dumps(fn(rank, world_size, *args)))  # bytes: no tensor travels as a file descriptor
+            if group != joined:
+                world_size, backend, pg_timeout_s, rendezvous = group
+                join_group(rank, world_size, backend, Path(rendezvous), pg_timeout_s)
+                joined, clock = group, time.monotonic()
+            reply = ("ok", pickle.dumps(fn(rank, group[0], *args)))  # bytes: no tensor travels as a file descriptor
         except BaseException:
             reply = ("error", traceback.format_exc())
         print(task_line(label, time.monotonic() - clock), flush=True)
@@ -106,33 +117,46 @@ def _pool_rank_main(
 
 
 class RankPool:
-    """``world_size`` warm ranks in one process group (see the module docstring)."""
+    """Warm ranks that serve every world size up to their number (see the module docstring): a run on N
+    ranks runs on ranks 0..N-1 in an N-rank process group, formed anew where the last run's group was
+    another; the pool grows where a run needs more ranks than it has."""
 
     def __init__(
         self, world_size: int, backend: Backend, pg_timeout: float, workdir: Path, prologue: Prologue = None,
         fork_preload: ForkPreload = None,
     ) -> None:
+        #: The group a run gets when it names none: the one the pool was made for.
         self.world_size, self.backend, self.pg_timeout = world_size, backend, pg_timeout
+        self.prologue = prologue
         self.forked = fork_preload is not None
         workdir.mkdir(parents=True, exist_ok=True)
         self.run_dir = Path(tempfile.mkdtemp(prefix="pool-", dir=workdir))
         self.tasks = 0
         self.connections: list[Any] = []
         self.processes: list[Any] = []
+        #: How many ranks said they are ready (the others are still in their prologue).
+        self.ready = 0
+        #: The process group the ranks of the last run are in, and how many groups the pool formed.
+        self.group: Group | None = None
+        self.groups = 0
         #: The fork server's pid, for forked ranks.
         self.fork_server_pid: int | None = None
-        server = fork_server(fork_preload, self.run_dir) if fork_preload is not None else None
-        if server is None:
+        self._server = fork_server(fork_preload, self.run_dir) if fork_preload is not None else None
+        if self._server is not None:
+            self.fork_server_pid = self._server.pid
+        self.grow(world_size)
+
+    def grow(self, size: int) -> None:
+        """Start ranks until the pool has ``size`` (each runs the prologue; ``run`` waits for it)."""
+        if self._server is None:
             import torch.multiprocessing as torch_mp
 
             context = torch_mp.get_context("spawn")
-        else:
-            self.fork_server_pid = server.pid
         try:
-            for rank in range(world_size):
-                args = (rank, world_size, backend, str(self.run_dir), pg_timeout, None if self.forked else os.getpid(), prologue)
-                if server is not None:
-                    process, parent_end = server.start(_pool_rank_main, args)
+            for rank in range(len(self.processes), size):
+                args = (rank, str(self.run_dir), None if self.forked else os.getpid(), self.prologue)
+                if self._server is not None:
+                    process, parent_end = self._server.start(_pool_rank_main, args)
                 else:
                     parent_end, child_end = context.Pipe()
                     process = context.Process(target=_pool_rank_main, args=(child_end, *args), name=f"teparity-warm-rank{rank}")
@@ -151,26 +175,40 @@ class RankPool:
     def alive(self) -> bool:
         return all(p.is_alive() for p in self.processes)
 
-    def run(self, fn: Callable[..., Any], args: tuple[Any, ...], timeout: float, label: str | None = None) -> list[Any]:
-        """``fn(rank, world_size, *args)`` on every rank; results in rank order. On any failure the pool
-        is closed (its ranks killed) and ``RanksFailed`` names every failing rank."""
+    def run(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], timeout: float, label: str | None = None, *,
+        world_size: int | None = None, backend: Backend | None = None, pg_timeout: float | None = None,
+    ) -> list[Any]:
+        """``fn(rank, world_size, *args)`` on ranks 0..world_size-1 (default: the pool's own group); results in
+        rank order. On any failure the pool is closed (its ranks killed) and ``RanksFailed`` names every
+        failing rank."""
         __tracebackhide__ = True
-        if self.tasks == 0:
-            self._collect("start-up", START_DEADLINE_S, expect="ready")
+        world_size = world_size or self.world_size
+        wanted = (world_size, backend or self.backend, pg_timeout or self.pg_timeout)
+        if world_size > len(self.processes):
+            self.grow(world_size)
+        if self.ready < len(self.processes):
+            self._collect("start-up", START_DEADLINE_S, expect="ready", ranks=range(self.ready, len(self.processes)))
+            self.ready = len(self.processes)
+        if self.group is None or self.group[:3] != wanted:
+            self.groups += 1
+            self.group = (*wanted, str(self.run_dir / f"rendezvous-{self.groups}"))
         self.tasks += 1
         label = label or qualified_name(fn)
-        for connection in self.connections:
-            connection.send((self.tasks, fn, args, label))
-        return [pickle.loads(payload) for payload in self._collect(label, timeout, expect="ok")]
+        ranks = range(world_size)
+        for rank in ranks:
+            self.connections[rank].send((self.tasks, fn, args, label, self.group))
+        return [pickle.loads(payload) for payload in self._collect(label, timeout, expect="ok", ranks=ranks)]
 
-    def _collect(self, what: str, timeout: float, *, expect: str) -> list[Any]:
-        """One reply per rank, or every rank's failure (raised, died, or still running: stack-dumped)."""
+    def _collect(self, what: str, timeout: float, *, expect: str, ranks: range) -> list[Any]:
+        """One reply per rank of ``ranks``, or every rank's failure (raised, died, or still running:
+        stack-dumped)."""
         __tracebackhide__ = True
         replies: dict[int, Any] = {}
         failures: list[RankFailure] = []
         deadline = time.monotonic() + timeout
         failed_at: float | None = None
-        waiting = set(range(self.world_size))
+        waiting = set(ranks)
         while waiting and time.monotonic() < deadline:
             watched = {self.connections[r]: r for r in waiting} | {self.processes[r].sentinel: r for r in waiting}
             for ready in multiprocessing.connection.wait(list(watched), timeout=min(0.5, deadline - time.monotonic())):
@@ -189,14 +227,15 @@ class RankPool:
             dump_stacks(self.processes[rank].pid for rank in sorted(waiting))
             failures += [RankFailure(r, "hung", why, log_tail(self.run_dir, r)) for r in sorted(waiting)]
         if not failures:
-            return [replies[rank] for rank in range(self.world_size)]
+            return [replies[rank] for rank in ranks]
+        group = self.group or (self.world_size, self.backend, self.pg_timeout)
         self.close()
         raise RanksFailed(
             sorted(failures, key=lambda f: f.rank),
             pids=self.pids,
             header=(
-                f"{len(failures)} of {self.world_size} warm ranks failed ({what}, backend {self.backend}, harness "
-                f"deadline {timeout:g} s, process-group timeout {self.pg_timeout:g} s); the pool is discarded"
+                f"{len(failures)} of {len(ranks)} warm ranks failed ({what}, backend {group[1]}, harness "
+                f"deadline {timeout:g} s, process-group timeout {group[2]:g} s); the pool is discarded"
             ),
             footer=f"{rerun_line()}\nrank logs: {self.run_dir}",
         )
@@ -298,10 +337,10 @@ _POOLS: dict[tuple[Any, ...], RankPool] = {}
 _spawned_because: set[str] = set()
 
 
-def _key(world_size: int, backend: Backend, pg_timeout: float, prologue: Prologue, fork_preload: ForkPreload) -> tuple[Any, ...]:
-    """What a pool's ranks fixed at their start: their group, their prologue, how they started, the
-    environment they inherited."""
-    return world_size, backend, pg_timeout, prologue, fork_preload, environment()
+def _key(prologue: Prologue, fork_preload: ForkPreload) -> tuple[Any, ...]:
+    """What a pool's ranks fixed at their start: their prologue, how they started, the environment they
+    inherited (their process group is each run's own)."""
+    return prologue, fork_preload, environment()
 
 
 def warm_ranks(
@@ -316,8 +355,9 @@ def warm_ranks(
     fork_preload: ForkPreload = None,
     label: str | None = None,
 ) -> list[Any]:
-    """``run_ranks`` on this process's warm pool for these settings (started on first use; forked from the
-    fork server when ``fork_preload`` names its imports and the environment is the one it started with)."""
+    """``run_ranks`` on this process's warm pool for these settings (started on first use, grown where a
+    run needs more ranks; forked from the fork server when ``fork_preload`` names its imports and the
+    environment is the one it started with)."""
     __tracebackhide__ = True
     pg_timeout = pg_timeout_for(timeout, pg_timeout)
     if fork_preload is not None and (why := not_forkable(fork_preload, workdir)):
@@ -325,14 +365,14 @@ def warm_ranks(
             _spawned_because.add(why)
             print(f"teparity: spawning warm ranks instead of forking them: {why}", file=sys.stderr, flush=True)
         fork_preload = None  # what the fork server imported read another environment: spawn these ranks
-    key = _key(world_size, backend, pg_timeout, prologue, fork_preload)
+    key = _key(prologue, fork_preload)
     pool = _POOLS.get(key)
     if pool is None or not pool.alive():
         if pool is not None:
             pool.close()
         pool = _POOLS[key] = RankPool(world_size, backend, pg_timeout, workdir, prologue, fork_preload)
     try:
-        return pool.run(fn, args, timeout, label)
+        return pool.run(fn, args, timeout, label, world_size=world_size, backend=backend, pg_timeout=pg_timeout)
     except BaseException:
         _POOLS.pop(key, None)
         pool.close()

@@ -30,7 +30,7 @@ def _die_with_parent(parent_pid: int | None) -> None:
         os._exit(1)
 
 
-def start_rank(rank: int, world_size: int, workdir: str, parent_pid: int | None) -> Any:
+def start_rank(rank: int, workdir: str, parent_pid: int | None) -> Any:
     """Evidence capture and parent-death; returns the open ``workdir/rank{rank}.log``."""
     _die_with_parent(parent_pid)
     log = open(Path(workdir) / f"rank{rank}.log", "w", buffering=1)
@@ -38,23 +38,27 @@ def start_rank(rank: int, world_size: int, workdir: str, parent_pid: int | None)
     os.dup2(log.fileno(), 2)
     faulthandler.enable(file=log, all_threads=True)
     faulthandler.register(signal.SIGUSR1, file=log, all_threads=True)
-    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size))
     os.environ.pop("TORCHELASTIC_RUN_ID", None)  # a spawned rank is never a torchrun process
     return log
 
 
-def join_group(rank: int, world_size: int, backend: Backend, workdir: str, pg_timeout_s: float) -> None:
-    """Import torch and join the process group (NCCL: GPU ``rank``), logging the time of each."""
+def join_group(rank: int, world_size: int, backend: Backend, rendezvous: Path, pg_timeout_s: float) -> None:
+    """Import torch and join a process group through the file ``rendezvous`` (NCCL: GPU ``rank``), leaving
+    the group this process was in first (a warm rank regrouped for another world size), logging the time of
+    each step."""
     clock = time.monotonic()
     import torch
     import torch.distributed as dist
 
     imported = time.monotonic()
+    if dist.is_initialized():
+        dist.destroy_process_group()
     if backend == "nccl":
         torch.cuda.set_device(rank)
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size))
     dist.init_process_group(
         backend,
-        init_method=f"file://{Path(workdir) / 'rendezvous'}",
+        init_method=f"file://{rendezvous}",
         rank=rank,
         world_size=world_size,
         timeout=datetime.timedelta(seconds=pg_timeout_s),
