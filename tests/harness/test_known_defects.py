@@ -80,6 +80,20 @@ def _raised(ranks: int = 2, world_size: int = 2, **changes: Any) -> RaisedOnTheR
     return RaisedOnTheRanks("raised", world_size=world_size, errors=[{"rank": r, **error} for r in range(ranks)])
 
 
+#: thunder 0.2.3's FSDP transform under LAYER bucketing, on the CPU (docs/results/cpu-bisect-fsdp-layer).
+FSDP_FUNCTIONS = ("fsdp_transform_run", "transform_steps", "_wrapped_call_impl", "_call_impl", "forward", "wrapped", "fn_",
+                  "get_computation_and_inputs", "apply_transforms_and_build_cache_entry", "split_forward_backward",
+                  "apply_bucketing_to_backward_trace", "_apply_bucketing_to_backward_reduce_scatter",
+                  "create_map_from_unsharded_grad_to_bucket", "check")
+INVALID_INDEX = ("Invalid index=0, [<TensorProxy(name=\"t33\", dtype=thunder.dtypes.float32, shape=(16, 32))>, ...], "
+                 "tuple((k, v[0].name) for k, v in index_in_flat_args_to_param_and_bucket.items())=((1, 't_0_bias'),)")
+
+
+def _fsdp_raised(ranks: int = 2, **changes: Any) -> RaisedOnTheRanks:
+    error = {"type": "builtins.RuntimeError", "message": INVALID_INDEX, "functions": FSDP_FUNCTIONS, **changes}
+    return RaisedOnTheRanks("raised", world_size=2, errors=[{"rank": r, **error} for r in range(ranks)])
+
+
 def _restarts(**changes: Any) -> PartedFromEager:
     """recipe-change[rebuilt] on thunder 0.2.7.dev20260201 + TE 2.20.2: thunder's history restarts each step."""
     return _parted(**{"micro_batches": 1, "cache_entries": {0: {"c": 1}}, "first_difference": (1, 0),
@@ -155,6 +169,16 @@ SIGNATURES: dict[str, tuple[BaseException, Environment, list[tuple[str, BaseExce
             ("the same message elsewhere", _raised(functions=("elementwise_type_promotion", "check_type", "check")), _env()),
             ("another exception type", _raised(type="builtins.RuntimeError"), _env()),
             ("another message from the bucketing", _raised(message="bucket of 0 bytes"), _env()),
+        ],
+    ),
+    "fsdp-transform-layer-bucketing-rejects-input-grad": (
+        _fsdp_raised(),
+        _env(),
+        [
+            ("one rank of two raised", _fsdp_raised(ranks=1), _env()),
+            ("another index", _fsdp_raised(message=INVALID_INDEX.replace("index=0", "index=3")), _env()),
+            ("the same check outside the bucketing", _fsdp_raised(functions=FSDP_FUNCTIONS[:10] + ("check",)), _env()),
+            ("another exception type", _fsdp_raised(type="builtins.ValueError"), _env()),
         ],
     ),
     "functional-fp8-group-ignored": (
@@ -304,7 +328,7 @@ def test_every_entry_is_bounded_and_cites_its_evidence(entry: known_defects.Know
     """No unconditional xfail: real checks and executors, version ranges with a lower bound, a cause,
     and committed runs that showed it."""
     assert set(entry.checks) <= _gate_checks() | {"ddp-fp8-group-per-rank", "ddp-fp8-group-subgroups-of-2"}
-    assert set(entry.executors) <= {"legacy", "functional"}
+    assert set(entry.executors) <= {"legacy", "functional", None}
     for specifier in (entry.thunder, entry.te):
         assert any(s.operator in (">=", ">", "==") for s in SpecifierSet(specifier)), f"{entry.id}: {specifier} has no lower bound"
     assert entry.cause and entry.signature and entry.seen
@@ -397,7 +421,7 @@ def test_an_entry_that_needs_no_te_holds_without_te_and_within_its_te_range_only
     assert entry.holds_for(check, "legacy", dataclasses.replace(no_te, transformer_engine="1.8.0"))
     assert not entry.holds_for(check, "legacy", dataclasses.replace(no_te, transformer_engine="1.5.0"))
     assert not entry.holds_for(check, "legacy", dataclasses.replace(no_te, thunder="0.2.4.dev20250608"))
-    assert not [e.id for e in known_defects.REGISTRY if e.id != entry.id and e.holds_for_versions(no_te)]
+    assert {e.id for e in known_defects.REGISTRY if e.holds_for_versions(no_te)} == {e.id for e in known_defects.REGISTRY if e.without_te}
 
 
 # -- through the plugin: a real pytest -n 2 run with a registry entry that holds here ----------------

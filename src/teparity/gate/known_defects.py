@@ -69,7 +69,8 @@ class BisectedBound:
 class KnownDefect:
     id: str
     summary: str
-    executors: tuple[str, ...]
+    #: TE executors; None for a check that has none (it runs thunder without TE).
+    executors: tuple[str | None, ...]
     #: Check names without their parameter part: "numerics" covers "numerics[delayed]" and the rest.
     checks: tuple[str, ...]
     thunder: str
@@ -193,6 +194,15 @@ def _no_allreduce_behind_input_grad(evidence: dict[str, Any], env: Environment) 
     )
 
 
+def _no_bucket_for_the_input_grad(evidence: dict[str, Any], env: Environment) -> bool:
+    errors = evidence["errors"]
+    return len(errors) == evidence["world_size"] and all(
+        e["type"] == "builtins.RuntimeError" and e["message"].startswith("Invalid index=0, ")
+        and {"_apply_bucketing_to_backward_reduce_scatter", "create_map_from_unsharded_grad_to_bucket"} <= set(e["functions"])
+        for e in errors
+    )
+
+
 def _no_grad_left_to_torch(evidence: dict[str, Any], env: Environment) -> bool:
     return evidence["claimed"] == 0 and not env.executors[evidence["executor"]].te_imports_failed
 
@@ -279,6 +289,8 @@ _FEATURES_RUN_TE29 = "docs/results/h200-te2.9.0-features/call2-65ae0b1"
 #: thunder 0.2.2 .. 0.2.7.dev20260201 with TE 2.9.0 at one commit: 0.2.3 and 0.2.4 showed entries' signatures
 #: outside their ranges then (near misses), which set the lower bounds below.
 _VERSIONS_RUN_TE29 = "docs/results/h200-te2.9.0-sixth/call3-2bafd7a"
+#: The CPU runs of thunder's FSDP transform with LAYER bucketing: the oldest build, and the bisect of the fix.
+_FSDP_LAYER_BISECT = "docs/results/cpu-bisect-fsdp-layer"
 #: thunder 0.2.2 .. 0.2.6 and 0.2.6.dev20251019 with TE 2.9.0 at 28d36b3, after the entries above were placed.
 _RELEASES_RUN_TE29 = "docs/results/h200-te2.9.0-seventh/call1-28d36b3"
 #: Seen with TE 2.9.0 only: the TE bound of the entries first seen there stops at the next release.
@@ -399,6 +411,29 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "then buckets nothing (thunder's test_ddp_grad_bucketing became a strict xfail); the walk in ddp.py is "
         "unchanged through 0.2.6",
         seen=("docs/results/cpu-ddp-transform-2024", "docs/results/h200-te1.8.0-thunder0.2.0.dev20240728"),
+    ),
+    KnownDefect(
+        id="fsdp-transform-layer-bucketing-rejects-input-grad",
+        summary="thunder's FSDP transform with LAYER bucketing raises on an input that requires grad: its "
+        "reduce-scatter bucketing looks for a parameter behind the input's gradient too",
+        executors=(None,),
+        checks=("fsdp-transform-matches-torch-fsdp",),
+        thunder=">=0.2.0.dev20240404,<0.2.4.dev20250608",
+        te=">=1.6",
+        without_te=True,
+        failure=RaisedOnTheRanks,
+        matches=_no_bucket_for_the_input_grad,
+        signature="every rank raised RuntimeError 'Invalid index=0, ...' from create_map_from_unsharded_grad_to_bucket, "
+        "called by _apply_bucketing_to_backward_reduce_scatter",
+        cause="thunder/distributed/transforms/fsdp.py create_map_from_unsharded_grad_to_bucket (called by "
+        "split_forward_backward through apply_bucketing_to_backward_trace) checks that every tensor the backward "
+        "trace returns is a bucketed parameter's gradient; the input's gradient, output 0, is none, so "
+        "utils.check raises 'Invalid index=0'. Without bucketing (NONE) both shardings pass. Seen from the first "
+        "build on the index, 0.2.0.dev20240404 (torch 2.4.1), to 0.2.4.dev20250601 (torch 2.11.0); gone from "
+        "0.2.4.dev20250608, the build where thunder's DDP bucketing stopped raising on an input's gradient too "
+        "(ddp-transform-rejects-input-grad): the CPU bisect found the boundary, the source of the fix was not read",
+        seen=(_FSDP_LAYER_BISECT, _VERSIONS_RUN_TE29, _RELEASES_RUN_TE29),
+        bounds=(BisectedBound("thunder", "<0.2.4.dev20250608", f"{_FSDP_LAYER_BISECT}/fix/bisect.json"),),
     ),
     KnownDefect(
         id="no-grad-forward-left-to-torch",
@@ -591,7 +626,8 @@ def markdown() -> str:
             "",
             entry.summary[0].upper() + entry.summary[1:] + ".",
             "",
-            f"- checks: {', '.join(f'`{c}`' for c in entry.checks)}; executors: {', '.join(entry.executors)}",
+            f"- checks: {', '.join(f'`{c}`' for c in entry.checks)}; executors: "
+            f"{', '.join(e or 'none (the check runs no TE executor)' for e in entry.executors)}",
             f"- thunder `{entry.thunder}`, TransformerEngine {entry.te_range()}",
             f"- signature: `{entry.failure.__name__}` where {entry.signature}",
             f"- cause: {entry.cause}",

@@ -59,7 +59,11 @@ def fully_shard_model(model: Any, sharding: str, mesh: Any = None, keep_attribut
     (tests/pytorch/distributed/run_fsdp2_model.py): ZERO2 -> ``reshard_after_forward=False``, ZERO3 ->
     True. ``keep_attributes``: put back the attributes TE sets on its parameters, which sharding drops."""
     import torch
-    from torch.distributed.fsdp import fully_shard
+
+    try:
+        from torch.distributed.fsdp import fully_shard
+    except ImportError:  # torch before 2.6 (the mid-2024 thunder builds' torch 2.4) has FSDP2 only here
+        from torch.distributed._composable.fsdp import fully_shard
 
     if sharding not in ("ZERO2", "ZERO3"):
         raise ValueError(f"unknown sharding {sharding!r}: ZERO2 or ZERO3")
