@@ -71,7 +71,8 @@ class KnownDefect:
     summary: str
     #: TE executors; None for a check that has none (it runs thunder without TE).
     executors: tuple[str | None, ...]
-    #: Check names without their parameter part: "numerics" covers "numerics[delayed]" and the rest.
+    #: Check names without their parameter part ("numerics" covers "numerics[delayed]" and the rest), or
+    #: with it, for one parametrization alone ("fsdp-transform-matches-torch-fsdp[zero2-layer]").
     checks: tuple[str, ...]
     thunder: str
     te: str
@@ -94,7 +95,7 @@ class KnownDefect:
 
     def names(self, check: str, executor: str | None) -> bool:
         """Whether this entry is about ``check`` and ``executor``, on any versions."""
-        return executor in self.executors and check.split("[", 1)[0] in self.checks
+        return executor in self.executors and (check in self.checks or check.split("[", 1)[0] in self.checks)
 
     def holds_for_versions(self, versions: Versions) -> bool:
         return _within(versions.thunder, self.thunder) and self._holds_for_te(versions.transformer_engine)
@@ -417,7 +418,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         summary="thunder's FSDP transform with LAYER bucketing raises on an input that requires grad: its "
         "reduce-scatter bucketing looks for a parameter behind the input's gradient too",
         executors=(None,),
-        checks=("fsdp-transform-matches-torch-fsdp",),
+        checks=("fsdp-transform-matches-torch-fsdp[zero2-layer]", "fsdp-transform-matches-torch-fsdp[zero3-layer]"),
         thunder=">=0.2.0.dev20240404,<0.2.4.dev20250608",
         te=">=1.6",
         without_te=True,
