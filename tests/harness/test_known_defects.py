@@ -24,8 +24,10 @@ from teparity.judge.failures import (
     RaisedOnTheRanks,
     ReducedOutsideTheGroup,
     SilentFallback,
+    ThunderRunRaised,
     TraceInvariantBroken,
 )
+from teparity.launch.outcome import RankFailure, RanksFailed
 from teparity.records import Case
 from teparity.stack.versions import Environment, ExecutorInfo, Versions
 
@@ -92,6 +94,24 @@ INVALID_INDEX = ("Invalid index=0, [<TensorProxy(name=\"t33\", dtype=thunder.dty
 def _fsdp_raised(ranks: int = 2, **changes: Any) -> RaisedOnTheRanks:
     error = {"type": "builtins.RuntimeError", "message": INVALID_INDEX, "functions": FSDP_FUNCTIONS, **changes}
     return RaisedOnTheRanks("raised", world_size=2, errors=[{"rank": r, **error} for r in range(ranks)])
+
+
+#: thunder 0.2.3's legacy executor on TE 2.9.0 (docs/results/h200-te2.9.0-seventh/call1-28d36b3, logs.tgz th023.log).
+UNPACK = ("ValueError: not enough values to unpack (expected 8, got 6)\n"
+          "Traceback (most recent call last):\n"
+          "  File \"/tmp/th-0.2.3/thunder/executors/torchex.py\", line 169, in no_autocast_fn\n"
+          "    return fn(*args, **kwargs)\n"
+          "  File \"thunder.computation_19\", line 25, in computation\n"
+          "    (t41, (t33, t34, t35, t36, t37, t38, t39, t40), ctx_te_032) = te_linear_0(input, t102, t100)\n"
+          "          ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+          "ValueError: not enough values to unpack (expected 8, got 6)\n")
+#: 0.2.2's, the same call with its own counts.
+UNPACK_022 = UNPACK.replace("not enough values to unpack (expected 8, got 6)", "too many values to unpack (expected 5)")
+
+
+def _unpack_parted(*errors: tuple[str, str]) -> PartedFromEager:
+    return _parted(micro_batches=1, numeric_differences=0, first_difference=None,
+                   case_errors=[{"case": Case(), "side": side, "error": text} for side, text in errors])
 
 
 def _restarts(**changes: Any) -> PartedFromEager:
@@ -169,6 +189,21 @@ SIGNATURES: dict[str, tuple[BaseException, Environment, list[tuple[str, BaseExce
             ("the same message elsewhere", _raised(functions=("elementwise_type_promotion", "check_type", "check")), _env()),
             ("another exception type", _raised(type="builtins.RuntimeError"), _env()),
             ("another message from the bucketing", _raised(message="bucket of 0 bytes"), _env()),
+        ],
+    ),
+    "legacy-executor-miscounts-te-2.9-saved-tensors": (
+        _unpack_parted(("thunder", UNPACK), ("thunder", UNPACK_022)),
+        _env(),
+        [
+            ("an eager case raised too", _unpack_parted(("thunder", UNPACK), ("eager", UNPACK)), _env()),
+            ("a case that ran differs", _parted(micro_batches=1, numeric_differences=3,
+                                                case_errors=[{"case": Case(), "side": "thunder", "error": UNPACK}]), _env()),
+            ("the ValueError is not at a TE linear", _unpack_parted(("thunder", UNPACK.replace("te_linear_0", "ltorch_linear"))), _env()),
+            ("another ValueError at the TE linear", _unpack_parted(
+                ("thunder", UNPACK.replace("not enough values to unpack (expected 8, got 6)", "math domain error"))), _env()),
+            ("a rank hung", RanksFailed([RankFailure(0, "raised", "raised", UNPACK), RankFailure(1, "hung", "hung", "stack")],
+                                        pids=[], header="h", footer="f"), _env()),
+            ("no thunder run raised", ThunderRunRaised("r", errors=[]), _env()),
         ],
     ),
     "fsdp-transform-layer-bucketing-rejects-input-grad": (
@@ -409,6 +444,16 @@ def test_coverage_follows_check_executor_and_versions() -> None:
     assert not entry.holds_for("numerics[delayed]", "legacy", dataclasses.replace(on, transformer_engine="2.9.0"))
     assert not entry.holds_for("numerics[delayed]", "legacy", dataclasses.replace(on, transformer_engine=None))
     assert not entry.holds_for("numerics[delayed]", "legacy", dataclasses.replace(on, thunder="0.2.7.dev20251201"))
+
+
+def test_the_legacy_unpack_entry_matches_each_shape_its_failure_takes() -> None:
+    """A numerics case (PartedFromEager), a DDP or legacy-sync rank that raised (RanksFailed) and the trace
+    tier's run (ThunderRunRaised) all carry the same ValueError at te_linear_N."""
+    entry = known_defects.BY_ID["legacy-executor-miscounts-te-2.9-saved-tensors"]
+    ranks = RanksFailed([RankFailure(r, "raised", "raised", UNPACK) for r in (0, 1)], pids=[], header="h", footer="f")
+    run = ThunderRunRaised("the thunder run raised", errors=[{"rank": 0, "error": UNPACK_022}])
+    assert known_defects.match([entry], ranks, _env()) is entry
+    assert known_defects.match([entry], run, _env()) is entry
 
 
 def test_an_entry_named_with_a_parameter_covers_that_parametrization_only() -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from teparity.gate.ranks import RankRunner
 from teparity.inrank.sides import run_thunder
+from teparity.judge.failures import raise_if_thunder_raised
 from teparity.judge.parity import assert_te_claimed, trace_violations
 from teparity.judge.traces import assert_no_violations
 from teparity.records import Case, PairSpec
@@ -34,6 +35,6 @@ def test_te_trace_invariants(executor: str, teparity_env: Any, rank_runner: Rank
     ctx = f"{teparity_env.versions.describe()}; executor {teparity_env.executors[executor].label()}; recipe delayed, 1 process"
     run = thunder[0][0]
     assert_te_claimed(thunder, spec, ctx)
-    assert run.error is None, f"the thunder run raised; {ctx}\n{run.error}"
+    raise_if_thunder_raised(thunder, ctx)
     assert_no_violations(trace_violations(thunder, spec), ctx)
     evidence(f"{len(run.linear_names)} linears: forward {len(run.forward.rows)} symbols, backward {len(run.backward.rows)}")

@@ -31,13 +31,14 @@ from typing import Any, Literal
 from packaging.specifiers import SpecifierSet
 
 from teparity.judge.failures import (
-    GateFailure,
     PartedFromEager,
     RaisedOnTheRanks,
     ReducedOutsideTheGroup,
     SilentFallback,
+    ThunderRunRaised,
     TraceInvariantBroken,
 )
+from teparity.launch.outcome import RanksFailed
 from teparity.stack.versions import Environment, Versions, parse_version
 
 Predicate = Callable[[dict[str, Any], Environment], bool]
@@ -76,7 +77,8 @@ class KnownDefect:
     checks: tuple[str, ...]
     thunder: str
     te: str
-    failure: type[GateFailure]
+    #: The failure type(s) the judging code raises for it (``RanksFailed``: a rank raised outside a judge).
+    failure: type[AssertionError] | tuple[type[AssertionError], ...]
     matches: Predicate
     #: The predicate in words (shown in the xfail reason and the docs).
     signature: str
@@ -118,10 +120,14 @@ class KnownDefect:
 
     def reason(self) -> str:
         return (
-            f"known upstream defect {self.id}: {self.summary} [signature: {self.failure.__name__} where "
+            f"known upstream defect {self.id}: {self.summary} [signature: {self.failure_names()} where "
             f"{self.signature}; cause: {self.cause}; seen: {', '.join(self.seen)}] "
             f"(an XPASS means it is fixed: retire '{self.id}' from teparity/gate/known_defects.py)"
         )
+
+    def failure_names(self) -> str:
+        kinds = self.failure if isinstance(self.failure, tuple) else (self.failure,)
+        return " or ".join(kind.__name__ for kind in kinds)
 
     @property
     def seen_type(self) -> type[KnownDefectSeen]:
@@ -193,6 +199,31 @@ def _no_allreduce_behind_input_grad(evidence: dict[str, Any], env: Environment) 
         and {"optimize_allreduce_in_ddp_backward", "get_bsym_of_allreduce_of_grad"} <= set(e["functions"])
         for e in errors
     )
+
+
+_UNPACK_AT_TE_LINEAR = re.compile(
+    r"= te_linear_\d+\(.*\n(?:.*\n){0,3}?.*ValueError: (?:too many values to unpack \(expected \d+\)|"
+    r"not enough values to unpack \(expected \d+, got \d+\))"
+)
+
+
+def _tracebacks_of_thunder(evidence: dict[str, Any]) -> list[str] | None:
+    """The thunder side's tracebacks in any of the three shapes the failure takes, or None where a failure
+    of another kind is among them (an eager case error, a rank that hung or died)."""
+    if "case_errors" in evidence:  # PartedFromEager: cases that raised on a side, and no number that differs
+        errors = evidence["case_errors"]
+        only_thunder = errors and all(e["side"] == "thunder" for e in errors) and not evidence["numeric_differences"]
+        return [e["error"] for e in errors] if only_thunder else None
+    if "failures" in evidence:  # RanksFailed: ranks that raised outside a judge
+        failures = evidence["failures"]
+        return [f["detail"] for f in failures] if failures and all(f["kind"] == "raised" for f in failures) else None
+    return [e["error"] for e in evidence.get("errors") or []] or None  # ThunderRunRaised
+
+
+def _legacy_unpack_at_te_linear(evidence: dict[str, Any], env: Environment) -> bool:
+    """Every thunder-side error is a ValueError unpacking a te_linear_N call's result (numbers differ by build)."""
+    tracebacks = _tracebacks_of_thunder(evidence)
+    return bool(tracebacks) and all(_UNPACK_AT_TE_LINEAR.search(text) for text in tracebacks)
 
 
 def _no_bucket_for_the_input_grad(evidence: dict[str, Any], env: Environment) -> bool:
@@ -414,6 +445,27 @@ REGISTRY: tuple[KnownDefect, ...] = (
         seen=("docs/results/cpu-ddp-transform-2024", "docs/results/h200-te1.8.0-thunder0.2.0.dev20240728"),
     ),
     KnownDefect(
+        id="legacy-executor-miscounts-te-2.9-saved-tensors",
+        summary="thunder 0.2.2's and 0.2.3's legacy TE executor cannot unpack what TE 2.9's _Linear forward "
+        "saves: every TE linear raises ValueError in the computation trace",
+        executors=("legacy",),
+        checks=_TE_RUNS,
+        thunder=">=0.2.2,<0.2.4",
+        te=_SEEN_TE29,
+        failure=(PartedFromEager, RanksFailed, ThunderRunRaised),
+        matches=_legacy_unpack_at_te_linear,
+        signature="every thunder-side error (a case's, a rank's, or the run's) is a ValueError 'too many values to "
+        "unpack' or 'not enough values to unpack' at a te_linear_N call of the computation trace, and nothing "
+        "else failed",
+        cause="read in part: 0.2.3's transformer_engineex.py builds te_linear_N's saved-tensor proxies from "
+        "_get_num_saved_tensors (a te.Linear(MIN_DIM, MIN_DIM) run once under the default recipe, "
+        "len(o.grad_fn.saved_tensors)), while TELinear.forward returns what ctx.pop_saved_tensors() holds after "
+        "the real _Linear.forward: with TE 2.9.0 the meta says 8 and the call returns 6 (0.2.2 expects 5 and gets "
+        "more), so `(out, (t..), ctx) = te_linear_0(...)` raises. What 0.2.4 changed so that its legacy executor "
+        "runs on TE 2.9.0 was not read. Seen with TE 2.9.0 only",
+        seen=(_VERSIONS_RUN_TE29, _RELEASES_RUN_TE29),
+    ),
+    KnownDefect(
         id="fsdp-transform-layer-bucketing-rejects-input-grad",
         summary="thunder's FSDP transform with LAYER bucketing raises on an input that requires grad: its "
         "reduce-scatter bucketing looks for a parameter behind the input's gradient too",
@@ -479,7 +531,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "where eager TE quantizes the fp32 tensors: the FP8 values differ by double rounding",
         executors=("legacy", "functional"),
         checks=("torch-autocast",),
-        thunder=">=0.2.4,<0.2.8",
+        thunder=">=0.2.3,<0.2.8",
         te=">=2.9,<2.21",
         failure=PartedFromEager,
         matches=_bf16_copies_quantized,
@@ -491,7 +543,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "quantizers and casts for AMP only without FP8. A value near an E4M3 rounding midpoint rounds to another "
         "E4M3 value, and the E5M2 gradients carry that beyond TE's own tolerances from step 0 (seen: 4 of 256 outputs "
         "and 88 of 2048 weight-gradient entries of the first linear outside them, both executors alike)",
-        seen=(_FEATURES_RUN, _FEATURES_RUN_TE29, _VERSIONS_RUN_TE29),
+        seen=(_FEATURES_RUN, _FEATURES_RUN_TE29, _VERSIONS_RUN_TE29, _RELEASES_RUN_TE29),
     ),
     KnownDefect(
         id="legacy-checkpointing-records-amax-twice",
@@ -630,7 +682,7 @@ def markdown() -> str:
             f"- checks: {', '.join(f'`{c}`' for c in entry.checks)}; executors: "
             f"{', '.join(e or 'none (the check runs no TE executor)' for e in entry.executors)}",
             f"- thunder `{entry.thunder}`, TransformerEngine {entry.te_range()}",
-            f"- signature: `{entry.failure.__name__}` where {entry.signature}",
+            f"- signature: `{entry.failure_names()}` where {entry.signature}",
             f"- cause: {entry.cause}",
             f"- seen: {', '.join(f'`{path}`' for path in entry.seen)}",
             *([f"- bounds bisected: {', '.join(f'{b.package} `{b.bound}` (`{b.log}`)' for b in entry.bounds)}"] if entry.bounds else []),

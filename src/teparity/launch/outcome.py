@@ -48,6 +48,12 @@ class RanksFailed(AssertionError):
         blocks = [f"--- rank {f.rank}: {f.summary} ---\n{f.detail.rstrip()}" for f in failures]
         super().__init__("\n".join([header, *blocks, footer]))
 
+    @property
+    def evidence(self) -> dict[str, Any]:
+        """What a known-defect signature may read: each failing rank's kind (raised, hung, signaled, exited)
+        and detail (its traceback, stack or log tail)."""
+        return {"failures": [{"rank": f.rank, "kind": f.kind, "detail": f.detail} for f in self.failures]}
+
 
 def log_tail(workdir: Path, rank: int) -> str:
     path = workdir / f"rank{rank}.log"
