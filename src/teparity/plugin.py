@@ -253,23 +253,32 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     try:
         return (yield)
     except BaseException as error:
-        entry = known_defects.match(item.stash.get(_KNOWN, []), error, _environment())
-        if entry is not None:
-            item.user_properties.append((_MATCHED, entry.id))
-            raise entry.seen_type(f"[known upstream defect {entry.id}] {error}") from error
-        tag = dict(item.user_properties).get(_PROPERTY)
-        versions = Versions.installed()
-        near = known_defects.near_misses(tag["check"], tag["executor"], versions, error, _environment()) if tag else []
-        if not near:
+        if (judged := _judged(item, error)) is error:
             raise
-        item.user_properties.append((_NEAR_MISS, near[0].id))
-        raise known_defects.NearMiss(f"{known_defects.near_miss_message(near[0], versions, item.nodeid)} {error}") from error
+        raise judged from error
 
 
-def pytest_runtest_setup(item: pytest.Item) -> None:
+def _judged(item: pytest.Item, error: BaseException) -> BaseException:
+    """``error`` as the registry sees it: the matching entry's own type, a ``NearMiss``, or itself."""
+    entry = known_defects.match(item.stash.get(_KNOWN, []), error, _environment())
+    if entry is not None:
+        item.user_properties.append((_MATCHED, entry.id))
+        return entry.seen_type(f"[known upstream defect {entry.id}] {error}")
+    tag = dict(item.user_properties).get(_PROPERTY)
+    versions = Versions.installed()
+    near = known_defects.near_misses(tag["check"], tag["executor"], versions, error, _environment()) if tag else []
+    if not near:
+        return error
+    item.user_properties.append((_NEAR_MISS, near[0].id))
+    return known_defects.NearMiss(f"{known_defects.near_miss_message(near[0], versions, item.nodeid)} {error}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Any:
     """Fail every gate test when thunder or TE is installed but does not import, or when this thunder
     release does not support this TE (a gate that cannot test must not pass); skip, before any fixture
-    runs, what this machine cannot run, saying what is missing."""
+    runs, what this machine cannot run, saying what is missing. A fixture that runs the check's ranks (the
+    legacy sync scenarios) is judged as the test body is (``_judged``)."""
     if item.get_closest_marker("check"):
         if broken := _environment().import_failure():
             pytest.fail(f"the system under test is installed but does not import: {broken}", pytrace=False)
@@ -279,6 +288,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip(reason)
     if item.get_closest_marker("legacy_sync") and (reason := _environment().backward_sync_reason()):
         pytest.skip(reason)
+    try:
+        return (yield)
+    except BaseException as error:
+        if (judged := _judged(item, error)) is error:
+            raise
+        raise judged from error
 
 
 # -- fixtures --------------------------------------------------------------------------------------
