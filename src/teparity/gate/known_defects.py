@@ -457,12 +457,13 @@ REGISTRY: tuple[KnownDefect, ...] = (
         signature="every thunder-side error (a case's, a rank's, or the run's) is a ValueError 'too many values to "
         "unpack' or 'not enough values to unpack' at a te_linear_N call of the computation trace, and nothing "
         "else failed",
-        cause="read in part: 0.2.3's transformer_engineex.py builds te_linear_N's saved-tensor proxies from "
-        "_get_num_saved_tensors (a te.Linear(MIN_DIM, MIN_DIM) run once under the default recipe, "
-        "len(o.grad_fn.saved_tensors)), while TELinear.forward returns what ctx.pop_saved_tensors() holds after "
-        "the real _Linear.forward: with TE 2.9.0 the meta says 8 and the call returns 6 (0.2.2 expects 5 and gets "
-        "more), so `(out, (t..), ctx) = te_linear_0(...)` raises. What 0.2.4 changed so that its legacy executor "
-        "runs on TE 2.9.0 was not read. Seen with TE 2.9.0 only",
+        cause="read in the wheels: the trace unpacks te_linear_N's result as (out, saved tensors, ctx) with as many "
+        "saved tensors as its meta function names: a fixed tuple of 5 in 0.2.2; in 0.2.3 the count of an eager "
+        "te.Linear(MIN_DIM, MIN_DIM) run once under the default recipe (_get_num_saved_tensors), 8 there. "
+        "TELinear.forward returns what ctx.pop_saved_tensors() holds after the real _Linear.forward, another "
+        "number with TE 2.9.0 (6 in 0.2.3's cases), so `(out, (t..), ctx) = te_linear_0(...)` raises. Both builds "
+        "set input_quantizer.internal = False in TELinear._get_quantizers, which 0.2.4 changed to True, and 0.2.4's "
+        "legacy executor runs on TE 2.9.0; that this change is the fix was not shown. Seen with TE 2.9.0 only",
         seen=(_VERSIONS_RUN_TE29, _RELEASES_RUN_TE29),
     ),
     KnownDefect(
