@@ -6,10 +6,11 @@ fast and never touch CUDA); what the machine can run comes from the cached envir
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -250,8 +251,15 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     """A failure that matches a covering entry's signature becomes that entry's own exception type (what
     its strict xfail expects); one that matches an entry outside its version ranges still fails, as a
     ``NearMiss`` that names the entry and the range; any other failure propagates unchanged."""
-    try:
+    with _judging(item):
         return (yield)
+
+
+@contextlib.contextmanager
+def _judging(item: pytest.Item) -> Iterator[None]:
+    """Raise what ``_judged`` makes of a failure inside (the failure itself, unchanged, where it is neither)."""
+    try:
+        yield
     except BaseException as error:
         if (judged := _judged(item, error)) is error:
             raise
@@ -288,12 +296,8 @@ def pytest_runtest_setup(item: pytest.Item) -> Any:
         pytest.skip(reason)
     if item.get_closest_marker("legacy_sync") and (reason := _environment().backward_sync_reason()):
         pytest.skip(reason)
-    try:
+    with _judging(item):
         return (yield)
-    except BaseException as error:
-        if (judged := _judged(item, error)) is error:
-            raise
-        raise judged from error
 
 
 # -- fixtures --------------------------------------------------------------------------------------
