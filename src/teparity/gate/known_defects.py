@@ -442,7 +442,9 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "forward-backward trace by default (thunder/__init__.py delay_trace_split=True, thunder PR #2102): the pass "
         "then buckets nothing (thunder's test_ddp_grad_bucketing became a strict xfail); the walk in ddp.py is "
         "unchanged through 0.2.6",
-        seen=("docs/results/cpu-ddp-transform-2024", "docs/results/h200-te1.8.0-thunder0.2.0.dev20240728"),
+        seen=("docs/results/cpu-ddp-transform-2024", "docs/results/h200-te1.8.0-thunder0.2.0.dev20240728",
+              "docs/results/cpu-bisect-ddp-transform"),
+        bounds=(BisectedBound("thunder", "<0.2.4.dev20250608", "docs/results/cpu-bisect-ddp-transform/fix/bisect.json"),),
     ),
     KnownDefect(
         id="legacy-executor-miscounts-te-2.9-saved-tensors",
