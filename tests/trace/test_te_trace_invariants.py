@@ -15,8 +15,7 @@ import pytest
 
 from teparity.gate.ranks import RankRunner
 from teparity.inrank.sides import run_thunder
-from teparity.judge.failures import raise_if_thunder_raised
-from teparity.judge.parity import assert_te_claimed, trace_violations
+from teparity.judge.parity import assert_te_claimed, raise_if_thunder_raised, trace_violations
 from teparity.judge.traces import assert_no_violations
 from teparity.records import Case, PairSpec
 

@@ -606,7 +606,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
     KnownDefect(
         id="functional-thunderfx-checkpointing-backward-unbound",
         summary="before thunder 0.2.5 a checkpointed region compiled with thunderfx fails in its backward: the "
-        "backward reads a forward TE linear's output that it never computes",
+        "backward reads a forward tensor (a TE linear's output, an activation's input) that it never computes",
         executors=("functional",),
         checks=("activation-checkpointing",),
         thunder=">=0.2.3,<0.2.5",

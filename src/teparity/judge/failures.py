@@ -50,15 +50,7 @@ class ReducedOutsideTheGroup(GateFailure):
 class ThunderRunRaised(GateFailure):
     """thunder's side of a check raised where the check needs it to run (its traces, its FP8 state).
     Evidence: ``errors``, one ``{"rank": int, "error": str}`` per case that raised, the error as a side
-    records it (its first line, then the traceback)."""
-
-
-def raise_if_thunder_raised(runs_by_rank: list[list[Any]], context: str) -> None:
-    """Raise ``ThunderRunRaised`` where any rank's thunder run of any case carries an ``error``."""
-    __tracebackhide__ = True
-    errors = [{"rank": rank, "error": run.error} for rank, runs in enumerate(runs_by_rank) for run in runs if run.error]
-    if errors:
-        raise ThunderRunRaised(f"the thunder run raised; {context}\n{errors[0]['error']}", errors=errors)
+    records it (its first line, then the traceback); ``teparity.judge.parity.raise_if_thunder_raised``."""
 
 
 class RaisedOnTheRanks(GateFailure):

@@ -20,7 +20,7 @@ from teparity.judge.compare import (
     compare_numerics,
     compare_state,
 )
-from teparity.judge.failures import PartedFromEager, SilentFallback
+from teparity.judge.failures import PartedFromEager, SilentFallback, ThunderRunRaised
 from teparity.judge.traces import (
     Violation,
     assert_no_violations,
@@ -70,6 +70,14 @@ def _raised(eager_by_rank: list[list[CaseRun]], thunder_by_rank: list[list[CaseR
         for run in runs
         if run.error is not None
     ]
+
+
+def raise_if_thunder_raised(thunder_by_rank: list[list[CaseRun]], context: str) -> None:
+    """Raise ``ThunderRunRaised`` where any rank's thunder run of any case carries an ``error``."""
+    __tracebackhide__ = True
+    errors = [{"rank": rank, "error": run.error} for rank, _, run in _raised([], thunder_by_rank)]
+    if errors:
+        raise ThunderRunRaised(f"the thunder run raised; {context}\n{errors[0]['error']}", errors=errors)
 
 
 def case_errors(eager_by_rank: list[list[CaseRun]], thunder_by_rank: list[list[CaseRun]]) -> list[str]:

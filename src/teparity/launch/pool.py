@@ -139,11 +139,7 @@ class RankPool:
         #: The process group the ranks of the last run are in, and how many groups the pool formed.
         self.group: Group | None = None
         self.groups = 0
-        #: The fork server's pid, for forked ranks.
-        self.fork_server_pid: int | None = None
         self._server = fork_server(fork_preload, self.run_dir) if fork_preload is not None else None
-        if self._server is not None:
-            self.fork_server_pid = self._server.pid
         self.grow(world_size)
 
     def grow(self, size: int) -> None:
@@ -167,6 +163,11 @@ class RankPool:
         except BaseException:
             self.close()  # the ranks started so far
             raise
+
+    @property
+    def fork_server_pid(self) -> int | None:
+        """The fork server's pid, for forked ranks."""
+        return self._server.pid if self._server is not None else None
 
     @property
     def pids(self) -> list[int]:
