@@ -18,7 +18,7 @@ import pytest
 from teparity.gate import known_defects, schedule
 from teparity.gate.report import EVIDENCE_CHARS, ParityReport, TestOutcome
 from teparity.gate.timeline import Timeline
-from teparity.launch import threads
+from teparity.launch import rank_env
 from teparity.stack.versions import Versions
 from teparity.tools import mutations
 
@@ -83,6 +83,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "runs (reset between sides; a pool that saw a failure is discarded); fresh: new processes for every "
         "side (default forked)",
     )
+    group.addoption(
+        "--teparity-sides",
+        choices=("side-by-side", "serial"),
+        default="side-by-side",
+        help="side-by-side: the sides a test compares (eager TE and thunder, thunder's transform and torch's) run "
+        "at once, each on forked or warm ranks of its own, so a test costs its longer side; serial: one after "
+        "the other on the same ranks (default side-by-side; fresh ranks and torchrun are always serial)",
+    )
     group.addoption("--teparity-report", metavar="PATH", help="write the parity report as JSON to PATH")
     group.addoption(
         "--teparity-inject",
@@ -129,8 +137,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     if injected := config.getoption("teparity_inject"):
         os.environ[mutations.ENV_VAR] = ",".join(injected)
-    global _threads_set
-    _threads_set = threads.apply_defaults()
+    global _rank_env_set
+    _rank_env_set = rank_env.apply_defaults()
     _register_hypothesis_profiles()
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(ParityReporter(config), "teparity-parity-reporter")
@@ -158,8 +166,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 #: Why the run has no fork server of its own (each process then starts one), or None.
 _fork_server_failure: str | None = None
-#: The rank thread variables that this process set (``teparity.launch.threads``); the others were given.
-_threads_set: frozenset[str] = frozenset()
+#: The rank environment variables that this process set (``teparity.launch.rank_env``); the others were given.
+_rank_env_set: frozenset[str] = frozenset()
 
 
 def _register_hypothesis_profiles() -> None:
@@ -190,10 +198,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"teparity: {env.versions.describe()}",
         f"teparity: GPUs: {gpus}; FP8: {env.fp8_reason() or 'yes'}",
         f"teparity: world size {_world_size(config)}, backend {_backend(config)}, "
-        f"harness deadline {config.getoption('teparity_timeout'):g} s, {_ranks_label(config)}",
+        f"harness deadline {config.getoption('teparity_timeout'):g} s, {_ranks_label(config)}, sides "
+        f"{config.getoption('teparity_sides')}",
         *(f"teparity: TE executor {info.label()}" for info in env.executors.values()),
         f"teparity: distribution: {_distribution(config)}",
-        "teparity: rank CPU threads: " + ", ".join(f"{k}={v}" for k, v in threads.in_force(_threads_set).items()),
+        "teparity: rank environment: " + ", ".join(f"{k}={v}" for k, v in rank_env.in_force(_rank_env_set).items()),
     ]
     if broken := env.import_failure():
         lines.append(f"teparity: THE SYSTEM UNDER TEST DOES NOT IMPORT (every gate test fails): {broken}")
@@ -369,7 +378,7 @@ def rank_runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
 
     return rank_runner(
         _ranks(request.config)[0], backend, request.config.getoption("teparity_timeout"),
-        lambda: tmp_path_factory.mktemp("ranks"),
+        lambda: tmp_path_factory.mktemp("ranks"), concurrent=request.config.getoption("teparity_sides") == "side-by-side",
     )
 
 
@@ -469,8 +478,9 @@ class ParityReporter:
             "harness_deadline_s": self.config.getoption("teparity_timeout"),
             "ranks": ranks,
             "ranks_not_forked": not_forked,
+            "sides": self.config.getoption("teparity_sides"),
             "injected": self.config.getoption("teparity_inject"),
             "fp8": env.fp8_reason() or "yes",
             "te_settings": te_settings(),
-            "rank_threads": threads.in_force(_threads_set),
+            "rank_environment": rank_env.in_force(_rank_env_set),
         }

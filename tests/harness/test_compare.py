@@ -271,13 +271,16 @@ def test_each_side_runs_once_per_process_and_the_eager_reference_serves_both_exe
 
     monkeypatch.setattr(pairs, "_SIDE_RUNS", collections.OrderedDict())
     calls: list[tuple[str, str, str | None]] = []
+    batches: list[int] = []
 
-    def runner(fn, spec, *update, world_size):
-        calls.append((fn.__name__, spec.executor, *update))
-        return [[_run()]]
+    class Runner:
+        def side_by_side(self, batch, *, world_size):
+            batches.append(len(batch))
+            calls.extend((fn.__name__, spec.executor, *update) for fn, (spec, *update) in batch)
+            return [[[_run()]] for _ in batch]
 
     env = types.SimpleNamespace(executor_reason=lambda executor: None, versions=Versions(torch="2.11.0", thunder="0.2.6", transformer_engine="2.9.0"))
-    parity = pairs.Pairs(env, runner, "gloo", lambda summary: None)
+    parity = pairs.Pairs(env, Runner(), "gloo", lambda summary: None)
     spec = PairSpec("legacy", "delayed", (Case(activation=None),), steps=2)
     legacy = parity.run(spec, measure_fused=True)
     functional = parity.run(dataclasses.replace(spec, executor="functional"), measure_fused=True)
@@ -287,6 +290,7 @@ def test_each_side_runs_once_per_process_and_the_eager_reference_serves_both_exe
         ("run_eager", "legacy", "fused"), ("run_thunder", "legacy"),
         ("run_eager", "functional", "python"), ("run_thunder", "functional"),
     ]
+    assert batches == [2, 2], "the sides a pair lacks run side by side, the kept ones not again"
     assert functional.eager_fused is legacy.eager and again.thunder is functional.thunder
     assert legacy.eager_fused is None and functional.scale_update == "python"
     assert first.spec.steps == 1 and [len(r.steps) for side in (first.eager, first.thunder) for runs in side for r in runs] == [1, 1]

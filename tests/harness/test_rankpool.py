@@ -102,6 +102,29 @@ def test_one_pool_serves_every_world_size_and_grows_for_more_ranks(tmp_path: Pat
         rankpool.close_pools()
 
 
+def test_runs_side_by_side_overlap_on_pools_of_their_own_and_a_failure_discards_them_all(
+    tmp_path: Path, fork_preload: rankpool.ForkPreload
+) -> None:
+    """The two sides of a pair run at once (``--teparity-sides side-by-side``): each on its own lane's
+    pool, results in call order; when one fails, every pool of the call is killed and discarded."""
+    def side_by_side(*calls: tuple[object, tuple[object, ...]]) -> list[list[object]]:
+        return rankpool.warm_ranks_side_by_side([(fn, args, None) for fn, args in calls], world_size=2, backend="gloo",
+                                                timeout=120, workdir=tmp_path, fork_preload=fork_preload)
+
+    try:
+        side_by_side((faults.sum_of_ranks, ()), (faults.sum_of_ranks, ()))  # started: the spans below are the runs'
+        first, second = side_by_side((faults.span_of_a_sleep, (2.0,)), (faults.span_of_a_sleep, (0.5,)))
+        assert second[0][0] < first[0][1] and first[0][0] < second[0][1], f"one after the other: {first} then {second}"
+        assert first[0][1] - first[0][0] >= 2.0 > second[0][1] - second[0][0], "the results came back out of call order"
+        pools = list(rankpool._POOLS.values())
+        assert len(pools) == 2 and set(pools[0].pids).isdisjoint(pools[1].pids)
+        with pytest.raises(RanksFailed, match="ValueError: boom"):
+            side_by_side((faults.raise_on_last_rank, ("boom",)), (faults.span_of_a_sleep, (30.0,)))
+        assert not rankpool._POOLS and not faults.still_running(pid for pool in pools for pid in pool.pids)
+    finally:
+        rankpool.close_pools()
+
+
 def test_a_killed_warm_rank_reports_its_signal(pool: rankpool.RankPool) -> None:
     with pytest.raises(RanksFailed) as failed:
         pool.run(faults.kill_last_rank, (), timeout=120)

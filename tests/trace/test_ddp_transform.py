@@ -34,9 +34,9 @@ def test_ddp_transform_matches_torch_ddp(
     spec = DdpTransformSpec(executor=executor)
     ctx = (f"{teparity_env.versions.describe()}; thunder ddp with {teparity_env.executors[executor].label()} (linears "
            f"on the CPU: torch runs them); {world_size} ranks, {spec.steps} steps, sizes {spec.sizes}, {spec.activation}")
-    thunder = rank_runner(ddp_transform_run, spec, world_size=world_size)
+    thunder, reference = rank_runner.side_by_side(
+        [(ddp_transform_run, (spec,)), (ddp_transform_run, (dataclasses.replace(spec, side="torch"),))], world_size=world_size)
     raise_if_ranks_raised(thunder, "thunder's DDP transform", ctx)
-    reference = rank_runner(ddp_transform_run, dataclasses.replace(spec, side="torch"), world_size=world_size)
     result = Comparison()
     compare_ddp_runs(reference, thunder, FP32_AGAINST_TORCH, result=result)
     if result.differences:

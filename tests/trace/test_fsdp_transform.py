@@ -62,13 +62,16 @@ def test_fsdp_transform_matches_torch_fsdp(
            f"thunder's default executors (no TE) against torch FSDP2 fully_shard(reshard_after_forward="
            f"{sharding == 'ZERO3'}); {world_size} gloo ranks on the CPU, fp32, {spec.steps} steps, sizes {spec.sizes}, "
            f"{spec.activation}")
-    thunder = rank_runner(fsdp_transform_run, spec, world_size=world_size)
+    no_reference = _no_cpu_fsdp2(teparity_env)
+    calls = [(fsdp_transform_run, (spec,))]
+    if sharding not in torch_fsdp and not no_reference:  # torch's side, once per sharding, beside thunder's
+        calls.append((fsdp_transform_run, (dataclasses.replace(spec, side="torch", bucketing=None),)))
+    thunder, *torch_side = rank_runner.side_by_side(calls, world_size=world_size)
+    if torch_side:
+        torch_fsdp[sharding] = torch_side[0]
     raise_if_ranks_raised(thunder, "thunder's FSDP transform", ctx)
-    if reason := _no_cpu_fsdp2(teparity_env):  # after thunder's side: a transform that raises still fails
-        pytest.skip(reason)
-    if sharding not in torch_fsdp:
-        torch_fsdp[sharding] = rank_runner(fsdp_transform_run, dataclasses.replace(spec, side="torch", bucketing=None),
-                                           world_size=world_size)
+    if no_reference:  # after thunder's side: a transform that raises still fails
+        pytest.skip(no_reference)
     reference = torch_fsdp[sharding]
     result = Comparison()
     compare_ddp_runs(reference, thunder, FP32_AGAINST_TORCH, result=result)

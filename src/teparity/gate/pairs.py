@@ -63,13 +63,16 @@ class Pairs:
         ):
             pytest.skip(reason)
         update = reference_update(spec.executor)
-        eager = self._side("eager", spec, world_size, update)
-        thunder = self._side("thunder", spec, world_size, None)
-        fused = self._side("eager", spec, world_size, "fused") if measure_fused and update != "fused" else None
+        wanted = [("eager", update), ("thunder", None)]
+        if measure_fused and update != "fused":
+            wanted.append(("eager", "fused"))
+        eager, thunder, *fused = self._sides(spec, world_size, wanted)
         backend = self.backend if world_size > 1 else "gloo"
-        return Pair(spec, world_size, backend, update, eager, thunder, fused)
+        return Pair(spec, world_size, backend, update, eager, thunder, fused[0] if fused else None)
 
-    def _side(self, side: str, spec: PairSpec, world_size: int, update: ScaleUpdate | None) -> list[list[CaseRun]]:
+    def _sides(self, spec: PairSpec, world_size: int, wanted: list[tuple[str, ScaleUpdate | None]]) -> list[list[list[CaseRun]]]:
+        """Each wanted (side, scale update) of ``spec``: from ``_SIDE_RUNS``, or run, all those not kept there
+        side by side (``RankRunner.side_by_side``)."""
         if spec.fsdp:  # thunder fsdp against torch FSDP2 (teparity.inrank.fsdp_sides)
             from teparity.inrank.fsdp_sides import run_eager_fsdp as run_eager
             from teparity.inrank.fsdp_sides import run_thunder_fsdp as run_thunder
@@ -77,17 +80,17 @@ class Pairs:
             from teparity.inrank.sides import run_eager, run_thunder
         # The eager side never consults the executor, nor thunder's FSDP bucketing.
         eager_spec = dataclasses.replace(spec, executor="legacy", fsdp_bucketing=None)
-        key = (side, eager_spec if side == "eager" else spec, world_size, update)
-        if key in _SIDE_RUNS:
+        keys: list[SideKey] = [(side, eager_spec if side == "eager" else spec, world_size, update) for side, update in wanted]
+        missing = list(dict.fromkeys(key for key in keys if key not in _SIDE_RUNS))
+        calls = [(run_eager, (spec, key[3])) if key[0] == "eager" else (run_thunder, (spec,)) for key in missing]
+        runs = dict(zip(missing, self.ranks.side_by_side(calls, world_size=world_size))) if calls else {}
+        for key in keys:
+            if key in runs:
+                _SIDE_RUNS[key] = runs[key]
             _SIDE_RUNS.move_to_end(key)
-        else:
-            if side == "eager":
-                _SIDE_RUNS[key] = self.ranks(run_eager, spec, update, world_size=world_size)
-            else:
-                _SIDE_RUNS[key] = self.ranks(run_thunder, spec, world_size=world_size)
-            while len(_SIDE_RUNS) > SIDE_RUNS_KEPT:
-                _SIDE_RUNS.popitem(last=False)
-        return _SIDE_RUNS[key]
+        while len(_SIDE_RUNS) > SIDE_RUNS_KEPT:
+            _SIDE_RUNS.popitem(last=False)
+        return [runs.get(key) or _SIDE_RUNS[key] for key in keys]
 
     def context(self, pair: Pair) -> str:
         """The configuration of ``pair``, for messages."""

@@ -5,7 +5,8 @@ themselves), the backend, and the wrapper every rank runs the function in
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -16,10 +17,18 @@ Mode = Literal["forked", "warm", "fresh"]
 FORK_PRELOAD = ("teparity.inrank.forkable",)
 
 
+#: A call for ranks: the function, its arguments after ``(rank, world_size)``.
+Call = tuple[Callable[..., Any], tuple[Any, ...]]
+
+
 class RankRunner(Protocol):
-    """``runner(fn, *args, world_size=N)``: ``fn(rank, N, *args)`` on N ranks, results in rank order."""
+    """``runner(fn, *args, world_size=N)``: ``fn(rank, N, *args)`` on N ranks, results in rank order;
+    ``runner.side_by_side([(fn, args), ...], world_size=N)``: each call on N ranks of its own, at once where
+    the launch mode allows (forked and warm ranks), results in call order."""
 
     def __call__(self, fn: Callable[..., Any], *args: Any, world_size: int) -> list[Any]: ...
+
+    def side_by_side(self, calls: Sequence[Call], *, world_size: int) -> list[list[Any]]: ...
 
 
 def default_backend(world_size: int) -> Backend:
@@ -29,28 +38,46 @@ def default_backend(world_size: int) -> Backend:
     return "nccl" if len(environment().gpus) >= world_size else "gloo"
 
 
-def rank_runner(mode: Mode, backend: Backend, timeout: float, workdir: Callable[[], Path]) -> RankRunner:
+@dataclass(frozen=True)
+class _Runner:
+    mode: Mode
+    backend: Backend
+    timeout: float
+    workdir: Callable[[], Path]
+    #: Whether calls asked for side by side run at once (``--teparity-sides``); else one after another.
+    concurrent: bool
+
+    def __call__(self, fn: Callable[..., Any], *args: Any, world_size: int) -> list[Any]:
+        __tracebackhide__ = True
+        return self.side_by_side([(fn, args)], world_size=world_size)[0]
+
+    def side_by_side(self, calls: Sequence[Call], *, world_size: int) -> list[list[Any]]:
+        __tracebackhide__ = True
+        from teparity.inrank.task import in_rank, preload
+        from teparity.launch.fresh import run_ranks
+        from teparity.launch.outcome import pg_timeout_for, qualified_name
+        from teparity.launch.pool import warm_ranks_side_by_side
+        from teparity.launch.torchrun import run_joined, torchrun_world
+
+        chosen: Backend = self.backend if world_size > 1 else "gloo"
+        if torchrun_world() is not None and world_size > 1:
+            return [run_joined(in_rank, fn, *args, world_size=world_size, backend=chosen,
+                               pg_timeout=pg_timeout_for(self.timeout, None), label=qualified_name(fn))
+                    for fn, args in calls]
+        if self.mode == "fresh":
+            return [run_ranks(in_rank, fn, *args, world_size=world_size, backend=chosen, timeout=self.timeout,
+                              workdir=self.workdir(), label=qualified_name(fn)) for fn, args in calls]
+        batches = [list(calls)] if self.concurrent else [[call] for call in calls]
+        return [result for batch in batches for result in warm_ranks_side_by_side(
+            [(in_rank, (fn, *args), qualified_name(fn)) for fn, args in batch], world_size=world_size,
+            backend=chosen, timeout=self.timeout, workdir=self.workdir(), prologue=preload,
+            fork_preload=FORK_PRELOAD if self.mode == "forked" else None)]
+
+
+def rank_runner(mode: Mode, backend: Backend, timeout: float, workdir: Callable[[], Path], *,
+                concurrent: bool = True) -> RankRunner:
     """The session's runner: under torchrun a run of its world size joins torchrun's group; otherwise
     ``mode`` picks fresh, warm or forked ranks (warm ranks forked from a fork server that imported
-    ``teparity.inrank.forkable``). One-rank runs use gloo (no collective needs a GPU per rank)."""
-    from teparity.inrank.task import in_rank, preload
-    from teparity.launch.fresh import run_ranks
-    from teparity.launch.outcome import pg_timeout_for, qualified_name
-    from teparity.launch.pool import warm_ranks
-    from teparity.launch.torchrun import run_joined, torchrun_world
-
-    def run(fn: Callable[..., Any], *args: Any, world_size: int) -> list[Any]:
-        __tracebackhide__ = True
-        label = qualified_name(fn)
-        chosen: Backend = backend if world_size > 1 else "gloo"
-        if torchrun_world() is not None and world_size > 1:
-            return run_joined(in_rank, fn, *args, world_size=world_size, backend=chosen,
-                              pg_timeout=pg_timeout_for(timeout, None), label=label)
-        if mode in ("warm", "forked"):
-            return warm_ranks(in_rank, fn, *args, world_size=world_size, backend=chosen, timeout=timeout,
-                              workdir=workdir(), prologue=preload, label=label,
-                              fork_preload=FORK_PRELOAD if mode == "forked" else None)
-        return run_ranks(in_rank, fn, *args, world_size=world_size, backend=chosen, timeout=timeout,
-                         workdir=workdir(), label=label)
-
-    return run
+    ``teparity.inrank.forkable``). One-rank runs use gloo (no collective needs a GPU per rank). Calls run
+    side by side go to a pool each where ``concurrent`` (warm and forked ranks), else one after another."""
+    return _Runner(mode, backend, timeout, workdir, concurrent)

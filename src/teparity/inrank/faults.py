@@ -95,6 +95,14 @@ def waiting_for_a_collective_that_others_skipped() -> None:
         time.sleep(0.1)
 
 
+def span_of_a_sleep(rank: int, world_size: int, seconds: float) -> tuple[float, float]:
+    """Sleep, and say when (``time.monotonic``, one clock for every process of the host): tells runs that
+    overlapped from runs one after the other."""
+    start = time.monotonic()
+    time.sleep(seconds)
+    return start, time.monotonic()
+
+
 def pid_of_rank(rank: int, world_size: int) -> int:
     """The process id of the rank: tells a joined torchrun rank from a spawned one."""
     return os.getpid()

@@ -39,7 +39,8 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,16 @@ START_DEADLINE_S = 300.0
 
 #: A process group: its size, backend, timeout, and the rendezvous file that forms it.
 Group = tuple[int, str, float, str]
+
+
+@dataclass(frozen=True)
+class Running:
+    """A run that ``RankPool.start`` sent: what it is, on how many ranks, its deadline and when it began."""
+
+    label: str
+    world_size: int
+    timeout: float
+    started: float
 
 
 def _pool_rank_main(conn: Any, rank: int, workdir: str, parent_pid: int | None, prologue: Prologue) -> None:
@@ -184,6 +195,15 @@ class RankPool:
         rank order. On any failure the pool is closed (its ranks killed) and ``RanksFailed`` names every
         failing rank."""
         __tracebackhide__ = True
+        return self.finish(self.start(fn, args, timeout, label, world_size=world_size, backend=backend, pg_timeout=pg_timeout))
+
+    def start(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], timeout: float, label: str | None = None, *,
+        world_size: int | None = None, backend: Backend | None = None, pg_timeout: float | None = None,
+    ) -> Running:
+        """Send ``fn`` to the ranks of its group and return at once (``finish`` waits for it), so that another
+        pool can run something meanwhile; the harness deadline counts from now."""
+        __tracebackhide__ = True
         world_size = world_size or self.world_size
         wanted = (world_size, backend or self.backend, pg_timeout or self.pg_timeout)
         if world_size > len(self.processes):
@@ -196,18 +216,24 @@ class RankPool:
             self.group = (*wanted, str(self.run_dir / f"rendezvous-{self.groups}"))
         self.tasks += 1
         label = label or qualified_name(fn)
-        ranks = range(world_size)
-        for rank in ranks:
+        for rank in range(world_size):
             self.connections[rank].send((self.tasks, fn, args, label, self.group))
-        return [pickle.loads(payload) for payload in self._collect(label, timeout, expect="ok", ranks=ranks)]
+        return Running(label, world_size, timeout, time.monotonic())
 
-    def _collect(self, what: str, timeout: float, *, expect: str, ranks: range) -> list[Any]:
-        """One reply per rank of ``ranks``, or every rank's failure (raised, died, or still running:
-        stack-dumped)."""
+    def finish(self, running: Running) -> list[Any]:
+        """The results of a run that ``start`` sent, in rank order (``run``'s failures)."""
+        __tracebackhide__ = True
+        replies = self._collect(running.label, running.timeout, expect="ok", ranks=range(running.world_size),
+                                started=running.started)
+        return [pickle.loads(payload) for payload in replies]
+
+    def _collect(self, what: str, timeout: float, *, expect: str, ranks: range, started: float | None = None) -> list[Any]:
+        """One reply per rank of ``ranks`` within ``timeout`` of ``started`` (default: now), or every rank's
+        failure (raised, died, or still running: stack-dumped)."""
         __tracebackhide__ = True
         replies: dict[int, Any] = {}
         failures: list[RankFailure] = []
-        deadline = time.monotonic() + timeout
+        deadline = (time.monotonic() if started is None else started) + timeout
         failed_at: float | None = None
         waiting = set(ranks)
         while waiting and time.monotonic() < deadline:
@@ -338,15 +364,40 @@ _POOLS: dict[tuple[Any, ...], RankPool] = {}
 _spawned_because: set[str] = set()
 
 
-def _key(prologue: Prologue, fork_preload: ForkPreload) -> tuple[Any, ...]:
+def _key(prologue: Prologue, fork_preload: ForkPreload, lane: int) -> tuple[Any, ...]:
     """What a pool's ranks fixed at their start: their prologue, how they started, the environment they
-    inherited (their process group is each run's own)."""
-    return prologue, fork_preload, environment()
+    inherited (their process group is each run's own); and its lane, where runs go side by side."""
+    return prologue, fork_preload, environment(), lane
 
 
-def warm_ranks(
-    fn: Callable[..., Any],
-    *args: Any,
+def _pool(lane: int, world_size: int, backend: Backend, pg_timeout: float, workdir: Path, prologue: Prologue,
+          fork_preload: ForkPreload) -> tuple[tuple[Any, ...], RankPool]:
+    """The live pool of this lane and these settings, started where there is none."""
+    if fork_preload is not None and (why := not_forkable(fork_preload, workdir)):
+        if why not in _spawned_because:  # once per reason: stderr, shown with a failing test's output
+            _spawned_because.add(why)
+            print(f"teparity: spawning warm ranks instead of forking them: {why}", file=sys.stderr, flush=True)
+        fork_preload = None  # what the fork server imported read another environment: spawn these ranks
+    key = _key(prologue, fork_preload, lane)
+    pool = _POOLS.get(key)
+    if pool is None or not pool.alive():
+        if pool is not None:
+            pool.close()
+        pool = _POOLS[key] = RankPool(world_size, backend, pg_timeout, workdir, prologue, fork_preload)
+    return key, pool
+
+
+def warm_ranks(fn: Callable[..., Any], *args: Any, label: str | None = None, **settings: Any) -> list[Any]:
+    """``run_ranks`` on this process's warm pool for these ``settings`` (``warm_ranks_side_by_side``'s: started
+    on first use, grown where a run needs more ranks; forked from the fork server when ``fork_preload`` names
+    its imports and the environment is the one it started with)."""
+    __tracebackhide__ = True
+    return warm_ranks_side_by_side([(fn, args, label)], **settings)[0]
+
+
+def warm_ranks_side_by_side(
+    calls: Sequence[tuple[Callable[..., Any], tuple[Any, ...], str | None]],
+    *,
     world_size: int,
     backend: Backend,
     timeout: float,
@@ -354,29 +405,25 @@ def warm_ranks(
     pg_timeout: float | None = None,
     prologue: Prologue = None,
     fork_preload: ForkPreload = None,
-    label: str | None = None,
-) -> list[Any]:
-    """``run_ranks`` on this process's warm pool for these settings (started on first use, grown where a
-    run needs more ranks; forked from the fork server when ``fork_preload`` names its imports and the
-    environment is the one it started with)."""
+) -> list[list[Any]]:
+    """Each ``(fn, args, label)`` of ``calls`` on a pool of its own (lane ``i`` for the i-th), all at once:
+    the two sides of a pair cost the longer one, not their sum. Results in call order; any failure closes
+    every pool of the call (their ranks may be mid-run) and raises the ``RanksFailed`` of the first call
+    that failed."""
     __tracebackhide__ = True
     pg_timeout = pg_timeout_for(timeout, pg_timeout)
-    if fork_preload is not None and (why := not_forkable(fork_preload, workdir)):
-        if why not in _spawned_because:  # once per reason: stderr, shown with a failing test's output
-            _spawned_because.add(why)
-            print(f"teparity: spawning warm ranks instead of forking them: {why}", file=sys.stderr, flush=True)
-        fork_preload = None  # what the fork server imported read another environment: spawn these ranks
-    key = _key(prologue, fork_preload)
-    pool = _POOLS.get(key)
-    if pool is None or not pool.alive():
-        if pool is not None:
-            pool.close()
-        pool = _POOLS[key] = RankPool(world_size, backend, pg_timeout, workdir, prologue, fork_preload)
+    taken: list[tuple[tuple[Any, ...], RankPool]] = []
     try:
-        return pool.run(fn, args, timeout, label, world_size=world_size, backend=backend, pg_timeout=pg_timeout)
+        running = []
+        for lane, (fn, args, label) in enumerate(calls):
+            taken.append(_pool(lane, world_size, backend, pg_timeout, workdir, prologue, fork_preload))
+            running.append(taken[-1][1].start(fn, args, timeout, label, world_size=world_size, backend=backend,
+                                              pg_timeout=pg_timeout))
+        return [pool.finish(run) for (_key, pool), run in zip(taken, running)]
     except BaseException:
-        _POOLS.pop(key, None)
-        pool.close()
+        for key, pool in taken:
+            _POOLS.pop(key, None)
+            pool.close()
         raise
 
 

@@ -29,9 +29,10 @@ def _first_line(error: BaseException) -> str:
 
 
 def import_forkable() -> list[str]:
-    """Import ``forkable_modules()``, as a fork server does before it forks ranks; each import's time, as
-    the ranks log theirs (``"import torch 2.91 s"``). An import that fails is left to the next importer
-    (the probe's import checks, every rank), which raises it with its whole traceback."""
+    """Import ``forkable_modules()``, as a fork server does before it forks ranks, then fill triton's cache
+    key (a hash of triton's files that inductor computes once per process; pure file reading); each step's
+    time, as the ranks log theirs (``"import torch 2.91 s"``). An import that fails is left to the next
+    importer (the probe's import checks, every rank), which raises it with its whole traceback."""
     import importlib
     import time
 
@@ -42,7 +43,17 @@ def import_forkable() -> list[str]:
             importlib.import_module(name)
         except Exception:
             pass
-        timings.append(f"import {name.split('.')[0]} {time.monotonic() - clock:.2f} s")
+        timings.append(f"import {name} {time.monotonic() - clock:.2f} s")
+    if "torch._inductor.compile_fx" in sys.modules:
+        clock = time.monotonic()
+        try:
+            from torch._inductor.runtime.triton_compat import HAS_TRITON, triton_key
+
+            if HAS_TRITON:
+                triton_key()
+                timings.append(f"triton key {time.monotonic() - clock:.2f} s")
+        except Exception:  # another torch's layout: each rank computes it itself
+            pass
     return timings
 
 
@@ -88,6 +99,13 @@ def fork_error(bad_fork: bool, error: str | None, has_gpu: bool) -> str | None:
     return None
 
 
+def _fork_hint() -> str:
+    """What to set where thunder's preload is what broke fork."""
+    if os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") == "1" and "thunder" in forkable_modules():
+        return " (PYTORCH_NVML_BASED_CUDA_CHECK=0 preloads torch and TE only)"
+    return ""
+
+
 def probe() -> Environment:
     """Do the reading in this process (meant for the subprocess; it imports torch, TE and thunder)."""
     bad_fork, fork_failure = fork_check()  # first: the GPU queries below would make any child unfit
@@ -129,7 +147,7 @@ def probe() -> Environment:
             "executors": executors,
             "te_import_error": te_error,
             "thunder_import_error": thunder_error,
-            "fork_error": fork_error(bad_fork, fork_failure, bool(gpus)),
+            "fork_error": (why := fork_error(bad_fork, fork_failure, bool(gpus))) and why + _fork_hint(),
         }
     )
 
@@ -155,6 +173,7 @@ def _cache_path() -> Path:
             sys.executable,
             _found_at(),
             os.environ.get("CUDA_VISIBLE_DEVICES"),
+            forkable_modules(),  # what the fork check imports (PYTORCH_NVML_BASED_CUDA_CHECK decides)
             vars(Versions.installed()),
             hashlib.sha256(b"".join(probe_code)).hexdigest(),
         ]

@@ -25,6 +25,7 @@ import dataclasses
 import importlib
 import importlib.metadata
 import inspect
+import os
 from typing import Any, Literal
 
 from packaging.version import InvalidVersion, Version
@@ -108,14 +109,23 @@ def parse_version(text: str) -> Version | None:
         return None
 
 
+#: What a fork server imports beyond torch and TE where thunder's import leaves fork usable: thunder, its
+#: thunderfx entry point and inductor's compiler, which each rank's first torch.compile would import.
+COMPILER_MODULES = ("thunder", "thunder.dynamo", "torch._inductor.compile_fx")
+
+
 def forkable_modules() -> tuple[str, ...]:
-    """What a process can import and still fork children that use CUDA: torch, and TE where it is
-    installed, else thunder. With TE installed, thunder's import queries the GPU and a child forked after
-    it cannot initialise CUDA; torch and ``transformer_engine.pytorch`` leave fork usable (docs/facts.md,
-    "Forked ranks"). The environment probe checks it on each machine (``envprobe.fork_error``)."""
-    if installed_version("transformer_engine") is not None:
-        return ("torch", "transformer_engine.pytorch")
-    return ("torch", "thunder")
+    """What a process can import and still fork children that use CUDA. torch and
+    ``transformer_engine.pytorch`` leave fork usable; thunder's import asks ``torch.cuda.is_available()``,
+    which initialises the CUDA driver unless ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` (the gate's default,
+    ``teparity.launch.rank_env``), so with TE installed thunder and the compiler are preloaded only then
+    (docs/facts.md, "Forked ranks"). Without TE nothing here uses a GPU. The environment probe checks it on
+    each machine (``envprobe.fork_error``)."""
+    if installed_version("transformer_engine") is None:
+        return ("torch", *COMPILER_MODULES)
+    if os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") == "1":
+        return ("torch", "transformer_engine.pytorch", *COMPILER_MODULES)
+    return ("torch", "transformer_engine.pytorch")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,7 +24,7 @@ MODES = ("fresh", "warm", "forked")
 #: The start-up lines of ``teparity.launch.rank.join_group``, ``teparity.inrank.task.preload`` and the fork
 #: server's preload (``teparity.inrank.forkable``).
 _STARTUP_LINE = re.compile(r"^teparity (?:rank \d+ start-up|rank preload|fork server preload): (.+)$", re.M)
-_PHASE = re.compile(r"([A-Za-z_ ]+?) (\d+(?:\.\d+)?) s(?:,|$)")
+_PHASE = re.compile(r"([A-Za-z_. ]+?) (\d+(?:\.\d+)?) s(?:,|$)")
 #: ``teparity.launch.forkserver``: a process that connected to the fork server to fork its ranks there.
 _SERVED_LINE = re.compile(r"^teparity fork server: serving pid \d+$", re.M)
 #: ``teparity.launch.outcome.task_line``: the function a rank ran and its seconds.
