@@ -360,9 +360,9 @@ def _ranks_label(config: pytest.Config) -> str:
         return f"warm ranks (not forked: {fallback})"
     if mode == "forked":
         from teparity.launch import pool
-        from teparity.stack.versions import forkable_modules
 
-        imports = ", ".join(forkable_modules())
+        env = _environment()
+        imports = ", ".join(env.fork_modules) + (f"; {env.fork_note}" if env.fork_note else "")
         if _fork_server_failure:
             return f"forked ranks (a fork server per process, each importing {imports}: {_fork_server_failure})"
         server = pool.started_server()

@@ -12,13 +12,15 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from teparity.stack.envprobe import environment
+from teparity.stack.envprobe import ForkCheck, environment, fork_verdict
 from teparity.stack.versions import (
+    COMPILER_MODULES,
     Environment,
     ExecutorInfo,
     GpuInfo,
     Versions,
     find_te_executors,
+    fork_stages,
     installed_version,
 )
 
@@ -286,3 +288,52 @@ def test_a_ddp_transform_that_rejects_an_input_requiring_grad_is_named(thunder: 
     if rejects:
         assert f"lightning-thunder {thunder}'s DDP transform raises on an input that requires grad" in said
         assert "input gradients are not compared" in said
+
+
+@pytest.mark.parametrize(
+    ("te", "nvml", "stages"),
+    [
+        (None, "1", (("torch", *COMPILER_MODULES),)),
+        ("2.9.0", "1", (("torch", "transformer_engine.pytorch"), COMPILER_MODULES)),
+        ("2.9.0", None, (("torch", "transformer_engine.pytorch"),)),
+    ],
+)
+def test_thunder_is_a_fork_stage_of_its_own_with_te_and_only_under_the_nvml_check(
+    te: str | None, nvml: str | None, stages: tuple[tuple[str, ...], ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With TE installed, thunder's import initialises the CUDA driver unless torch checks through NVML:
+    only then may a fork server import it, and only after the stage that is fork-safe anyway."""
+    from teparity.stack import versions
+
+    real = versions.installed_version
+    monkeypatch.setattr(versions, "installed_version", lambda name: te if name == "transformer_engine" else real(name))
+    if nvml is None:
+        monkeypatch.delenv("PYTORCH_NVML_BASED_CUDA_CHECK", raising=False)
+    else:
+        monkeypatch.setenv("PYTORCH_NVML_BASED_CUDA_CHECK", nvml)
+    assert fork_stages() == stages
+
+
+BASE, FULL = ("torch", "transformer_engine.pytorch"), ("torch", "transformer_engine.pytorch", *COMPILER_MODULES)
+
+
+@pytest.mark.parametrize(
+    ("checks", "has_gpu", "modules", "error", "note"),
+    [
+        ([ForkCheck(BASE, False, None), ForkCheck(FULL, False, None)], True, FULL, None, None),
+        ([ForkCheck(BASE, False, None), ForkCheck(FULL, True, None)], True, BASE, None, "unfit for CUDA"),
+        ([ForkCheck(BASE, False, None), ForkCheck(FULL, False, "RuntimeError: CUDA driver")], True, BASE, None, "failed a tensor op"),
+        ([ForkCheck(BASE, True, None)], True, (), "unfit for CUDA", None),
+        ([ForkCheck(BASE, True, None)], False, BASE, None, None),
+    ],
+    ids=["all-stages", "thunder-unfit", "thunder-op-fails", "none", "unfit-without-a-gpu"],
+)
+def test_the_fork_server_preloads_the_stages_whose_child_ran_and_the_probe_says_why_not_more(
+    checks: list[ForkCheck], has_gpu: bool, modules: tuple[str, ...], error: str | None, note: str | None
+) -> None:
+    verdict = fork_verdict(checks, has_gpu)
+    assert tuple(verdict["fork_modules"]) == modules
+    assert verdict["fork_error"] is None if error is None else error in verdict["fork_error"]
+    assert (verdict["fork_note"] is None) == (note is None)
+    if note is not None:
+        assert note in verdict["fork_note"] and "thunder" in verdict["fork_note"] and "only" in verdict["fork_note"]

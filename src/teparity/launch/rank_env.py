@@ -10,7 +10,7 @@ Why NVML: ``torch.cuda.is_available()`` initialises the CUDA driver (``cudaGetDe
 no forked child can use CUDA; thunder's import asks it (``thunder/executors/nvfuserex.py``), so a fork
 server could not preload thunder. With ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` torch answers through NVML and
 leaves the driver alone (torch's documented fork-safe check), and the fork server preloads thunder and the
-compiler too (``teparity.stack.versions.forkable_modules``); the environment probe checks on each machine
+compiler too (``teparity.stack.versions.fork_stages``); the environment probe checks on each machine
 that a child forked after those imports still runs CUDA.
 
 None of these changes what is computed: inductor emits the same kernels in-process, both sides of a pair

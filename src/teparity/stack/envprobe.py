@@ -7,6 +7,7 @@ the same answer (docs/conventions.md, "Collection under xdist").
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import functools
 import hashlib
@@ -18,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from teparity.stack.versions import Environment, Versions, find_te_executors, forkable_modules
+from teparity.stack.versions import Environment, Versions, find_te_executors, fork_stages
 
 PROBE_TIMEOUT_S = 300
 
@@ -28,23 +29,24 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0][:300]
 
 
-def import_forkable() -> list[str]:
-    """Import ``forkable_modules()``, as a fork server does before it forks ranks, then fill triton's cache
-    key (a hash of triton's files that inductor computes once per process; pure file reading); each step's
-    time, as the ranks log theirs (``"import torch 2.91 s"``). An import that fails is left to the next
-    importer (the probe's import checks, every rank), which raises it with its whole traceback."""
+def import_forkable(modules: tuple[str, ...]) -> list[str]:
+    """Import ``modules``, as a fork server does before it forks ranks, then fill triton's cache key where
+    inductor's compiler is among them (a hash of triton's files that inductor computes once per process;
+    pure file reading); each step's time, as the ranks log theirs (``"import torch 2.91 s"``). An import
+    that fails is left to the next importer (the probe's import checks, every rank), which raises it with
+    its whole traceback."""
     import importlib
     import time
 
     timings = []
-    for name in forkable_modules():
+    for name in modules:
         clock = time.monotonic()
         try:
             importlib.import_module(name)
         except Exception:
             pass
         timings.append(f"import {name} {time.monotonic() - clock:.2f} s")
-    if "torch._inductor.compile_fx" in sys.modules:
+    if "torch._inductor.compile_fx" in modules and "torch._inductor.compile_fx" in sys.modules:
         clock = time.monotonic()
         try:
             from torch._inductor.runtime.triton_compat import HAS_TRITON, triton_key
@@ -57,12 +59,42 @@ def import_forkable() -> list[str]:
     return timings
 
 
-def fork_check() -> tuple[bool, str | None]:
-    """Fork a child after ``import_forkable()``, as the fork server does (``teparity.inrank.forkable``),
-    and have it run a tensor op on the GPU where it sees one. Returns whether torch marked the child unfit
-    for CUDA (it is, once its parent asked the GPU anything) and the op's error, or None. Must run before
-    anything in this process touches CUDA."""
-    import_forkable()
+@dataclasses.dataclass(frozen=True)
+class ForkCheck:
+    """A child forked after ``modules`` (every stage so far) were imported, and what it saw: whether torch
+    marked it unfit for CUDA (it does once its parent asked the GPU anything) and its tensor op's error."""
+
+    modules: tuple[str, ...]
+    bad_fork: bool
+    error: str | None
+
+    def failure(self, has_gpu: bool) -> str | None:
+        """Why ranks cannot be forked after these imports, or None. A child that torch marked unfit for
+        CUDA is fine where there is no GPU (nothing in it will use CUDA)."""
+        imported = ", ".join(self.modules)
+        if self.error is not None:
+            return f"a child forked after importing {imported} failed a tensor op: {self.error}"
+        if self.bad_fork and has_gpu:
+            return f"torch marks a child forked after importing {imported} unfit for CUDA"
+        return None
+
+
+def fork_check() -> list[ForkCheck]:
+    """Import each of ``fork_stages()`` in turn, as the fork server would, and after each fork a child that
+    runs a tensor op on the GPU where it sees one; stops after the first stage whose child was unfit or
+    failed (no later stage can undo it). Must run before anything in this process touches CUDA."""
+    checks: list[ForkCheck] = []
+    modules: tuple[str, ...] = ()
+    for stage in fork_stages():
+        import_forkable(stage)
+        modules += stage
+        checks.append(ForkCheck(modules, *_forked_tensor_op()))
+        if checks[-1].bad_fork or checks[-1].error is not None:
+            break
+    return checks
+
+
+def _forked_tensor_op() -> tuple[bool, str | None]:
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: report, then leave without running the parent's cleanup
@@ -88,27 +120,20 @@ def fork_check() -> tuple[bool, str | None]:
     return bool(report["bad_fork"]), report["error"]
 
 
-def fork_error(bad_fork: bool, error: str | None, has_gpu: bool) -> str | None:
-    """Why ranks cannot be forked here, or None. A child that torch marked unfit for CUDA is fine where
-    there is no GPU (nothing in it will use CUDA)."""
-    imported = ", ".join(forkable_modules())
-    if error is not None:
-        return f"a child forked after importing {imported} failed a tensor op: {error}"
-    if bad_fork and has_gpu:
-        return f"torch marks a child forked after importing {imported} unfit for CUDA"
-    return None
-
-
-def _fork_hint() -> str:
-    """What to set where thunder's preload is what broke fork."""
-    if os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") == "1" and "thunder" in forkable_modules():
-        return " (PYTORCH_NVML_BASED_CUDA_CHECK=0 preloads torch and TE only)"
-    return ""
+def fork_verdict(checks: list[ForkCheck], has_gpu: bool) -> dict[str, object]:
+    """The probe's fork fields: the modules of the last stage whose child ran (the fork server imports
+    them), why ranks cannot be forked at all (the first stage failed), and why a later stage is left out."""
+    passed = [check for check in checks if check.failure(has_gpu) is None]
+    failed = next((why for check in checks if (why := check.failure(has_gpu))), None)
+    if not passed:
+        return {"fork_modules": [], "fork_error": failed, "fork_note": None}
+    note = failed and f"{failed}; preloading {', '.join(passed[-1].modules)} only (each rank imports the rest)"
+    return {"fork_modules": list(passed[-1].modules), "fork_error": None, "fork_note": note}
 
 
 def probe() -> Environment:
     """Do the reading in this process (meant for the subprocess; it imports torch, TE and thunder)."""
-    bad_fork, fork_failure = fork_check()  # first: the GPU queries below would make any child unfit
+    checks = fork_check()  # first: the GPU queries below would make any child unfit
     import torch
 
     gpus = []
@@ -147,7 +172,7 @@ def probe() -> Environment:
             "executors": executors,
             "te_import_error": te_error,
             "thunder_import_error": thunder_error,
-            "fork_error": (why := fork_error(bad_fork, fork_failure, bool(gpus))) and why + _fork_hint(),
+            **fork_verdict(checks, bool(gpus)),
         }
     )
 
@@ -173,7 +198,7 @@ def _cache_path() -> Path:
             sys.executable,
             _found_at(),
             os.environ.get("CUDA_VISIBLE_DEVICES"),
-            forkable_modules(),  # what the fork check imports (PYTORCH_NVML_BASED_CUDA_CHECK decides)
+            fork_stages(),  # what the fork check imports (PYTORCH_NVML_BASED_CUDA_CHECK decides)
             vars(Versions.installed()),
             hashlib.sha256(b"".join(probe_code)).hexdigest(),
         ]

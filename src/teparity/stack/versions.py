@@ -114,18 +114,19 @@ def parse_version(text: str) -> Version | None:
 COMPILER_MODULES = ("thunder", "thunder.dynamo", "torch._inductor.compile_fx")
 
 
-def forkable_modules() -> tuple[str, ...]:
-    """What a process can import and still fork children that use CUDA. torch and
-    ``transformer_engine.pytorch`` leave fork usable; thunder's import asks ``torch.cuda.is_available()``,
-    which initialises the CUDA driver unless ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` (the gate's default,
-    ``teparity.launch.rank_env``), so with TE installed thunder and the compiler are preloaded only then
-    (docs/facts.md, "Forked ranks"). Without TE nothing here uses a GPU. The environment probe checks it on
-    each machine (``envprobe.fork_error``)."""
+def fork_stages() -> tuple[tuple[str, ...], ...]:
+    """What a fork server may import before it forks ranks, in stages: each stage adds to the ones before,
+    and the environment probe keeps the most stages after which a forked child still runs CUDA
+    (``envprobe.fork_check``). torch and ``transformer_engine.pytorch`` leave fork usable. thunder's import
+    asks ``torch.cuda.is_available()``, which initialises the CUDA driver unless
+    ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` (the gate's default, ``teparity.launch.rank_env``): with TE installed,
+    thunder and the compiler are a stage of their own only then (docs/facts.md, "Forked ranks"). Without TE
+    nothing in a rank uses a GPU, so one stage holds all."""
     if installed_version("transformer_engine") is None:
-        return ("torch", *COMPILER_MODULES)
+        return (("torch", *COMPILER_MODULES),)
     if os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") == "1":
-        return ("torch", "transformer_engine.pytorch", *COMPILER_MODULES)
-    return ("torch", "transformer_engine.pytorch")
+        return (("torch", "transformer_engine.pytorch"), COMPILER_MODULES)
+    return (("torch", "transformer_engine.pytorch"),)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -381,6 +382,10 @@ class Environment:
     thunder_import_error: str | None
     #: Why ranks cannot be forked from a preloaded fork server here, or None (``envprobe.fork_error``).
     fork_error: str | None = None
+    #: What the fork server imports: the most ``fork_stages()`` after which a forked child ran CUDA.
+    fork_modules: tuple[str, ...] = ()
+    #: Why a later stage is left out of ``fork_modules``, or None.
+    fork_note: str | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Environment:
@@ -391,6 +396,8 @@ class Environment:
             te_import_error=data["te_import_error"],
             thunder_import_error=data["thunder_import_error"],
             fork_error=data.get("fork_error"),  # reports written before forked ranks have none
+            fork_modules=tuple(data.get("fork_modules", ())),  # nor these, before staged preloads
+            fork_note=data.get("fork_note"),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -401,6 +408,8 @@ class Environment:
             "te_import_error": self.te_import_error,
             "thunder_import_error": self.thunder_import_error,
             "fork_error": self.fork_error,
+            "fork_modules": list(self.fork_modules),
+            "fork_note": self.fork_note,
         }
 
     # -- reasons: None means "can"; a string says why not, and is what a skip prints ----------------
