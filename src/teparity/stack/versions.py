@@ -121,9 +121,10 @@ def fork_stages() -> tuple[tuple[str, ...], ...]:
     asks ``torch.cuda.is_available()``, which initialises the CUDA driver unless
     ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` (the gate's default, ``teparity.launch.rank_env``): with TE installed,
     thunder and the compiler are a stage of their own only then (docs/facts.md, "Forked ranks"). Without TE
-    nothing in a rank uses a GPU, so one stage holds all."""
+    nothing in a rank uses a GPU, and nothing compiles (the CPU tiers run thunder's torch executor): one
+    stage, torch and thunder."""
     if installed_version("transformer_engine") is None:
-        return (("torch", *COMPILER_MODULES),)
+        return (("torch", "thunder"),)
     if os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") == "1":
         return (("torch", "transformer_engine.pytorch"), COMPILER_MODULES)
     return (("torch", "transformer_engine.pytorch"),)
