@@ -2,7 +2,7 @@
 # A planned GPU call, not yet run (the eighth session was lent no device): on one H200 with the TE 2.9.0
 # bundle, the gate on thunder 0.2.2 .. 0.2.6, a 0.2.6 pre-release and two weekly builds no earlier run named,
 # two at a time at -n 6; then, one run at a time, the current thunder's gate at cf625ab's code against this
-# checkout's (its defaults, serial sides, -n 8). Needs, besides the bundle (.gpu/te-2.9.0, .gpu/thunder-rel,
+# checkout's (its defaults, side-by-side sides, -n 8). Needs, besides the bundle (.gpu/te-2.9.0, .gpu/thunder-rel,
 # .gpu/thunder-dev), the wheels of 0.2.5.dev20250803 and 0.2.7.dev20251214 in .gpu/thunder-new and cf625ab's
 # tree in .gpu/ab-cf625ab (`git archive cf625ab src tests conftest.py pyproject.toml | tar -x -C ...`).
 # Run from the repository root on the device with $OUT and TEPARITY_COMMIT set; writes summary.txt,
@@ -36,7 +36,7 @@ r th026 /tmp/none $NEW 110 -n 6 & r th026pre /tmp/th-0.2.6.dev20251019 $NEW 110 
 r th025w /tmp/th-0.2.5.dev20250803 $NEW 110 -n 6 & r th027w /tmp/th-0.2.7.dev20251214 $NEW 110 -n 6 &
 probe old $OLD & probe new $NEW & wait
 # One at a time from here, each only while the call has time left.
-for step in "old $OLD -n 12" "new $NEW -n 12" "serial $NEW -n 12 --teparity-sides serial" "new8 $NEW -n 8" "new2 $NEW -n 12"; do
+for step in "old $OLD -n 12" "new $NEW -n 12" "sides $NEW -n 12 --teparity-sides side-by-side" "new8 $NEW -n 8" "new2 $NEW -n 12"; do
   set -- $step; n=$1 tree=$2; shift 2
   [ $SECONDS -lt 500 ] && r $n $DEV $tree 70 "$@"
 done

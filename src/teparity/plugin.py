@@ -85,11 +85,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--teparity-sides",
-        choices=("side-by-side", "serial"),
-        default="side-by-side",
-        help="side-by-side: the sides a test compares (eager TE and thunder, thunder's transform and torch's) run "
-        "at once, each on forked or warm ranks of its own, so a test costs its longer side; serial: one after "
-        "the other on the same ranks (default side-by-side; fresh ranks and torchrun are always serial)",
+        choices=("serial", "side-by-side"),
+        default="serial",
+        help="serial: the sides a test compares (eager TE and thunder, thunder's transform and torch's) run one "
+        "after the other on the same ranks; side-by-side: at once, each on forked or warm ranks of its own (twice "
+        "the rank processes and CUDA contexts), so a test costs its longer side (default serial; fresh ranks and "
+        "torchrun are always serial)",
     )
     group.addoption("--teparity-report", metavar="PATH", help="write the parity report as JSON to PATH")
     group.addoption(
