@@ -158,3 +158,24 @@ def test_two_xdist_workers_run_ranks_at_once(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("-n", "2", "-p", "teparity.plugin", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(["*2 workers*"])
+
+
+@pytest.mark.parametrize(("sides", "batches"), [("serial", [1, 1]), ("side-by-side", [2])])
+def test_the_sides_option_decides_whether_a_tests_sides_share_a_launch(
+    sides: str, batches: list[int], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--teparity-sides``: serial hands the pools one side at a time, side-by-side both at once; the
+    results come back in call order either way."""
+    from teparity.gate.ranks import rank_runner
+    from teparity.launch import pool
+
+    seen: list[int] = []
+
+    def launch(calls, **settings):
+        seen.append(len(calls))
+        return [[args[1:]] for _in_rank, args, _label in calls]
+
+    monkeypatch.setattr(pool, "warm_ranks_side_by_side", launch)
+    runner = rank_runner("forked", "gloo", 60.0, lambda: tmp_path, concurrent=sides == "side-by-side")
+    assert runner.side_by_side([(faults.pid_of_rank, ("a",)), (faults.pid_of_rank, ("b",))], world_size=1) == [[("a",)], [("b",)]]
+    assert seen == batches
