@@ -25,7 +25,9 @@ environment differs from that one is spawned instead. The fork server writes its
 goes away.
 
 ``warm_ranks(fn, *args, ...)`` is ``run_ranks`` over the pool kept for (prologue, start method, the
-environment the ranks inherit) in this process; ``close_pools()`` ends them all.
+environment the ranks inherit) in this process; ``warm_ranks_side_by_side(calls, ...)`` runs each call on
+a pool of its own lane (lane 0 is ``warm_ranks``'s), all sent before any is waited for (``RankPool.start``,
+``finish``); ``close_pools()`` ends them all.
 """
 
 from __future__ import annotations
