@@ -100,8 +100,12 @@ gpu4=(
   echo
   "$PY" -m teparity matrix "${gpu4[@]}"
   echo
-  echo "## CPU: trace tier, no TransformerEngine (every FP8 check skips)"
+  echo "## CPU: trace tier on 19 thunder builds at 37d5c96, no TransformerEngine (every FP8 check skips)"
   echo
-  "$PY" -m teparity matrix --along thunder $R/cpu-trace-matrix/*/parity-report.json
+  echo "The 2-core CPU runner, one build at a time, torch 2.4.1 for the 2024 builds and 2.11.0 from 0.2.1 on"
+  echo "(results/cpu-trace-builds-37d5c96/README.md). It covers every build of the earlier CPU matrix at acd2c34"
+  echo "(results/cpu-trace-matrix/, left out here) and ten that no earlier run named."
+  echo
+  "$PY" -m teparity matrix --along thunder $R/cpu-trace-builds-37d5c96/th*.json
 } > "$OUT"
 echo "wrote $OUT"

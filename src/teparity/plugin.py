@@ -78,8 +78,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--teparity-ranks",
         choices=("forked", "warm", "fresh"),
         default="forked",
-        help="forked: warm ranks forked from the run's one fork server, which imported torch and TE once for the "
-        "controller and every xdist worker (where forking works here, else warm, and the header says why); warm: each pytest process keeps its spawned ranks between "
+        help="forked: warm ranks forked from the run's one fork server, which imported torch and TE (and thunder and "
+        "inductor's compiler where the probe found fork still works after them) once for the controller and every "
+        "xdist worker (where forking works here, else warm, and the header says why); warm: each pytest process keeps its spawned ranks between "
         "runs (reset between sides; a pool that saw a failure is discarded); fresh: new processes for every "
         "side (default forked)",
     )

@@ -24,6 +24,7 @@ from teparity.judge.failures import (
     RaisedOnTheRanks,
     ReducedOutsideTheGroup,
     SilentFallback,
+    SyncCountWrong,
     ThunderRunRaised,
     TraceInvariantBroken,
 )
@@ -48,6 +49,14 @@ def _env(*, legacy_te_error: str | None = None, honors_group: bool = False) -> E
         te_import_error=None,
         thunder_import_error=None,
     )
+
+
+def _no_sync(found: tuple[int, ...] = (0, 0)) -> TraceInvariantBroken:
+    """The placement check's failure where rank r's backward trace has ``found[r]`` syncs (0: the defect)."""
+    return TraceInvariantBroken("x", ranks=len(found), violations=[
+        {"invariant": "backward-sync-count",
+         "message": f"rank {rank} backward trace: expected exactly one te_sync_fp8_meta_bwd, found {n} (none); return at 76"}
+        for rank, n in enumerate(found) if n != 1])
 
 
 CPU_OFFLOAD = "from transformer_engine.pytorch.cpu_offload import CPUOffloadEnabled: ImportError: cannot import name 'CPUOffloadEnabled'"
@@ -174,6 +183,21 @@ SIGNATURES: dict[str, tuple[BaseException, Environment, list[tuple[str, BaseExce
         [
             ("ranks differ", ReducedOutsideTheGroup("d", executor="legacy", thunder_equal_across_world=False), _env()),
             ("executor honours the group", ReducedOutsideTheGroup("d", executor="legacy", thunder_equal_across_world=True), _env(honors_group=True)),
+        ],
+    ),
+    "legacy-backward-sync-dropped-by-delayed-split": (
+        _no_sync(),
+        _env(),
+        [
+            ("one rank still has its sync", _no_sync(found=(0, 1)), _env()),
+            ("two syncs in the backward", _no_sync(found=(2,)), _env()),
+            ("the sync is there, after the return", TraceInvariantBroken("x", violations=[
+                {"invariant": "sync-before-return", "message": "rank 0 backward trace: te_sync_fp8_meta_bwd at index 56 comes after the return at index 55: it never runs"}]), _env()),
+            ("a missing sync and another broken invariant", TraceInvariantBroken("x", ranks=2, violations=[
+                *_no_sync().evidence["violations"], {"invariant": "sync-after-grad-waits", "message": "rank 0: ..."}]), _env()),
+            ("a check that does not say how many ranks it read", TraceInvariantBroken("x", violations=_no_sync().evidence["violations"]), _env()),
+            ("the sync ran at some steps", SyncCountWrong("x", counts={0: (0, 1, 0)}, expected=(1, 1, 1)), _env()),
+            ("it ran twice a step", SyncCountWrong("x", counts={0: (2, 2, 2)}, expected=(1, 1, 1)), _env()),
         ],
     ),
     "ddp-transform-rejects-input-grad": (
@@ -374,7 +398,8 @@ def test_every_entry_is_bounded_and_cites_its_evidence(entry: known_defects.Know
 def _bound_problems(entry: known_defects.KnownDefect, root: Path = REPO) -> list[str]:
     """Why a bisected bound is not backed by its log: the bound must be a clause of the entry's range, and
     its bisect log, of that package, must end at that build (a lower bound: the first bad build; an upper
-    bound: the first good one)."""
+    bound: the first good one, or with ``<=`` the last bad one, which holds the dev builds of the release
+    that fixed it)."""
     problems = []
     for bound in entry.bounds:
         specifier = entry.thunder if bound.package == "thunder" else entry.te
@@ -386,12 +411,13 @@ def _bound_problems(entry: known_defects.KnownDefect, root: Path = REPO) -> list
             problems.append(f"{bound.log}: no bisect log")
             continue
         data = json.loads(log.read_text())
-        wanted = ("bad" if clause.operator.startswith(">") else "good", clause.version)
+        wanted = ("good" if clause.operator == "<" else "bad", clause.version)
         package = {"thunder": "lightning-thunder", "te": "transformer-engine"}[bound.package]
-        found = (data["result"] or {}).get("first_verdict"), (data["result"] or {}).get("first")
+        end = "last" if clause.operator == "<=" else "first"
+        found = (data["result"] or {}).get(f"{end}_verdict"), (data["result"] or {}).get(end)
         if data["package"] != package or found != wanted:
-            problems.append(f"{bound.log}: a bisect of {data['package']} whose first {found[0]} build is {found[1]}, "
-                            f"not the first {wanted[0]} {package} {wanted[1]}")
+            problems.append(f"{bound.log}: a bisect of {data['package']} whose {end} {found[0]} build is {found[1]}, "
+                            f"not the {end} {wanted[0]} {package} {wanted[1]}")
     return problems
 
 
@@ -415,6 +441,23 @@ def test_a_bound_that_its_log_does_not_back_is_refused(tmp_path: Path) -> None:
         "none.json: no bisect log")
     assert "- bounds bisected: thunder `>=0.2.6.dev20250330` (`bisect.json`)" in _markdown_of(
         dataclasses.replace(base, bounds=(backed,)))
+
+
+def test_an_upper_bound_at_the_last_bad_build_is_backed_by_a_fix_bisect_that_ends_there(tmp_path: Path) -> None:
+    """``<=`` names the last bad build: what holds a release's own dev builds, which ``<RELEASE`` leaves out."""
+    (tmp_path / "bisect.json").write_text(json.dumps({"package": "lightning-thunder", "result": {
+        "first": "0.2.4", "first_verdict": "good", "last": "0.2.4.dev20250622", "last_verdict": "bad"}}))
+    base = dataclasses.replace(known_defects.BY_ID["legacy-backward-sync-dropped-by-delayed-split"], thunder=">=0.2.4.dev20250608,<=0.2.4.dev20250622")
+    last_bad = known_defects.BisectedBound("thunder", "<=0.2.4.dev20250622", "bisect.json")
+    assert _bound_problems(dataclasses.replace(base, bounds=(last_bad,)), tmp_path) == []
+    assert _bound_problems(dataclasses.replace(base, thunder=">=0.2.4.dev20250608,<0.2.4",
+                                               bounds=(known_defects.BisectedBound("thunder", "<0.2.4", "bisect.json"),)), tmp_path) == []
+    assert _bound_problems(dataclasses.replace(base, thunder=">=0.2.4.dev20250608,<=0.2.4.dev20250615",
+                                               bounds=(dataclasses.replace(last_bad, bound="<=0.2.4.dev20250615"),)), tmp_path) == [
+        "bisect.json: a bisect of lightning-thunder whose last bad build is 0.2.4.dev20250622, not the last bad "
+        "lightning-thunder 0.2.4.dev20250615"]
+    assert base.holds_for_versions(Versions("2.11.0", "0.2.4.dev20250622", None))
+    assert not base.holds_for_versions(Versions("2.11.0", "0.2.4", None))
 
 
 def _markdown_of(entry: known_defects.KnownDefect) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from teparity.inrank.scenarios import LegacySyncRun, LegacySyncSpec, legacy_sync_run
-from teparity.judge.failures import SilentFallback
+from teparity.judge.failures import SilentFallback, SyncCountWrong
 from teparity.judge.traces import (
     assert_no_violations,
     check_backward_sync,
@@ -51,7 +51,7 @@ def parallel(request: pytest.FixtureRequest, teparity_env: Any, rank_runner: Any
 
 def _assert_placement(env: Any, runs: list[LegacySyncRun], *, ddp: bool, evidence: Any) -> None:
     violations = [v for run in runs for v in check_backward_sync(run.backward, expect_grad_waits=ddp)]
-    assert_no_violations(violations, _context(env, runs))
+    assert_no_violations(violations, _context(env, runs), ranks=len(runs))
     run = runs[0]
     sync, ret = run.backward.indices("backward_sync")[0], run.backward.indices("return")[0]
     waits = run.backward.indices("grad_wait")
@@ -61,11 +61,12 @@ def _assert_placement(env: Any, runs: list[LegacySyncRun], *, ddp: bool, evidenc
 def _assert_runs_once(env: Any, runs: list[LegacySyncRun], evidence: Any) -> None:
     counts = {rank: run.backward_syncs_per_step for rank, run in enumerate(runs)}
     expected = (1,) * STEPS
-    wrong = {rank: c for rank, c in counts.items() if c != expected}
-    assert not wrong, (
-        f"backward syncs per step (reduce_and_update_fp8_tensors(forward=False) calls) should be {expected} "
-        f"on every rank; got {wrong} (all ranks: {counts}); {_context(env, runs)}"
-    )
+    if wrong := {rank: c for rank, c in counts.items() if c != expected}:
+        raise SyncCountWrong(
+            f"backward syncs per step (reduce_and_update_fp8_tensors(forward=False) calls) should be {expected} "
+            f"on every rank; got {wrong} (all ranks: {counts}); {_context(env, runs)}",
+            counts=counts, expected=expected,
+        )
     evidence(f"{len(runs)} rank(s) x {STEPS} steps: 1 sync per backward ({runs[0].recorder_mode})")
 
 

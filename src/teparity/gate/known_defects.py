@@ -35,6 +35,7 @@ from teparity.judge.failures import (
     RaisedOnTheRanks,
     ReducedOutsideTheGroup,
     SilentFallback,
+    SyncCountWrong,
     ThunderRunRaised,
     TraceInvariantBroken,
 )
@@ -201,6 +202,16 @@ def _no_allreduce_behind_input_grad(evidence: dict[str, Any], env: Environment) 
     )
 
 
+def _no_backward_sync_at_all(evidence: dict[str, Any], env: Environment) -> bool:
+    """Every rank's backward trace has no sync and nothing else is broken, or no rank ran a sync at any step."""
+    if "violations" in evidence:
+        violations = evidence["violations"]
+        return len(violations) == evidence.get("ranks") and all(
+            v["invariant"] == "backward-sync-count" and "found 0 " in v["message"] for v in violations
+        )
+    return bool(evidence["counts"]) and all(not any(steps) for steps in evidence["counts"].values())
+
+
 _UNPACK_AT_TE_LINEAR = re.compile(
     r"= te_linear_\d+\(.*\n(?:.*\n){0,3}?.*ValueError: (?:too many values to unpack \(expected \d+\)|"
     r"not enough values to unpack \(expected \d+, got \d+\))"
@@ -323,6 +334,8 @@ _FEATURES_RUN_TE29 = "docs/results/h200-te2.9.0-features/call2-65ae0b1"
 _VERSIONS_RUN_TE29 = "docs/results/h200-te2.9.0-sixth/call3-2bafd7a"
 #: The CPU runs of thunder's FSDP transform with LAYER bucketing: the oldest build, and the bisect of the fix.
 _FSDP_LAYER_BISECT = "docs/results/cpu-bisect-fsdp-layer"
+_SYNC_SPLIT_BISECT = "docs/results/cpu-bisect-legacy-sync-split"
+_CPU_BUILDS_RUN = "docs/results/cpu-trace-builds-37d5c96"
 #: thunder 0.2.2 .. 0.2.6 and 0.2.6.dev20251019 with TE 2.9.0 at 28d36b3, after the entries above were placed.
 _RELEASES_RUN_TE29 = "docs/results/h200-te2.9.0-seventh/call1-28d36b3"
 #: Seen with TE 2.9.0 only: the TE bound of the entries first seen there stops at the next release.
@@ -490,6 +503,31 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "(ddp-transform-rejects-input-grad): the CPU bisect found the boundary, the source of the fix was not read",
         seen=(_FSDP_LAYER_BISECT, _VERSIONS_RUN_TE29, _RELEASES_RUN_TE29),
         bounds=(BisectedBound("thunder", "<0.2.4.dev20250608", f"{_FSDP_LAYER_BISECT}/fix/bisect.json"),),
+    ),
+    KnownDefect(
+        id="legacy-backward-sync-dropped-by-delayed-split",
+        summary="the legacy TE executor's backward FP8 sync is missing from the backward trace and never runs: "
+        "thunder's new default trace split bypasses the function that inserts it",
+        executors=("legacy",),
+        checks=("bwd-sync-placement", "bwd-sync-runs-once"),
+        thunder=">=0.2.4.dev20250608,<=0.2.4.dev20250622",
+        te=">=1.6",
+        without_te=True,
+        failure=(TraceInvariantBroken, SyncCountWrong),
+        matches=_no_backward_sync_at_all,
+        signature="every rank's backward trace breaks backward-sync-count with none found, and nothing else, "
+        "or every rank ran no backward sync at any step",
+        cause="read in the wheels: 0.2.4.dev20250608 made thunder.jit's delay_trace_split default True "
+        "(thunder/__init__.py: grad_transform_on_trace, then split_into_forward_and_backward in "
+        "thunder/transforms/autodiff.py), so torch_autograd.split_forward_backward, the only caller of "
+        "transformer_engineex._transformer_engine_bwd_fp8_meta_sync, no longer runs; 0.2.4 calls "
+        "transformer_engine_v1_bwd_fp8_meta_sync from autodiff.py too (the next build on the index; the range ends at the last "
+        "bad one, since PEP 440 orders 0.2.4's dev builds below 0.2.4). The same change ended "
+        "ddp-transform-rejects-input-grad. Seen on the CPU (the sync counted by teparity's recorder); that a GPU "
+        "run with TE shows it too follows from the code read, not from a run",
+        seen=(_SYNC_SPLIT_BISECT, _CPU_BUILDS_RUN),
+        bounds=(BisectedBound("thunder", ">=0.2.4.dev20250608", f"{_SYNC_SPLIT_BISECT}/introduced/bisect.json"),
+                BisectedBound("thunder", "<=0.2.4.dev20250622", f"{_SYNC_SPLIT_BISECT}/fix/bisect.json")),
     ),
     KnownDefect(
         id="no-grad-forward-left-to-torch",

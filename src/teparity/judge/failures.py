@@ -39,7 +39,13 @@ class PartedFromEager(GateFailure):
 
 class TraceInvariantBroken(GateFailure):
     """A trace breaks an invariant that thunder's TE executors promise. Evidence: ``violations``, one
-    ``{"invariant": name, "message": str}`` per broken invariant, in the order the checks found them."""
+    ``{"invariant": name, "message": str}`` per broken invariant, in the order the checks found them, and
+    ``ranks``: how many ranks' traces were checked (None where the check does not say)."""
+
+
+class SyncCountWrong(GateFailure):
+    """The legacy executor's backward FP8 sync ran other than once per backward. Evidence: ``counts``
+    (``{rank: syncs per step}``, every rank) and ``expected`` (the per-step counts each rank should have)."""
 
 
 class ReducedOutsideTheGroup(GateFailure):

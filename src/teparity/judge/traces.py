@@ -214,14 +214,15 @@ def violations_message(violations: Sequence[Violation], context: str) -> str:
     return f"{len(violations)} trace invariant violation(s), first: [{first.invariant}] {first.message}\n{context}\n\n{body}"
 
 
-def assert_no_violations(violations: Sequence[Violation], context: str) -> None:
+def assert_no_violations(violations: Sequence[Violation], context: str, *, ranks: int | None = None) -> None:
     """Fail with every violation and its evidence in one message (a ``TraceInvariantBroken``, which a
-    known-defect entry can match on)."""
+    known-defect entry can match on; ``ranks``: how many ranks' traces were checked, where that is known)."""
     __tracebackhide__ = True
     if violations:
         raise TraceInvariantBroken(
             violations_message(violations, context),
             violations=[{"invariant": v.invariant, "message": v.message} for v in violations],
+            ranks=ranks,
         )
 
 
