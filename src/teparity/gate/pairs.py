@@ -90,7 +90,7 @@ class Pairs:
             _SIDE_RUNS.move_to_end(key)
         while len(_SIDE_RUNS) > SIDE_RUNS_KEPT:
             _SIDE_RUNS.popitem(last=False)
-        return [runs.get(key) or _SIDE_RUNS[key] for key in keys]
+        return [_SIDE_RUNS[key] for key in keys]  # the newest entries: SIDE_RUNS_KEPT > 3 keeps them
 
     def context(self, pair: Pair) -> str:
         """The configuration of ``pair``, for messages."""
