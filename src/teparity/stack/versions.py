@@ -30,7 +30,6 @@ from typing import Any, Literal
 
 from packaging.version import InvalidVersion, Version
 
-from teparity.launch.rank_env import NVML_CHECK_VARIABLE
 from teparity.stack.te_gates import gate_for
 
 ExecutorKind = Literal["legacy", "functional"]
@@ -126,7 +125,7 @@ def fork_stages() -> tuple[tuple[str, ...], ...]:
     stage, torch and thunder."""
     if installed_version("transformer_engine") is None:
         return (("torch", "thunder"),)
-    if os.environ.get(NVML_CHECK_VARIABLE) == "1":
+    if os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") == "1":  # launch.rank_env sets it (a layer above: named here)
         return (("torch", "transformer_engine.pytorch"), COMPILER_MODULES)
     return (("torch", "transformer_engine.pytorch"),)
 
