@@ -122,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     bisecting.add_argument("--bad", required=True, type=valid_version, help="a build that fails them (older than --good: find the fix)")
     bisecting.add_argument("--wheels", type=Path, help="candidates from this folder of wheels instead of the index")
     bisecting.add_argument("--workdir", type=Path, help="bisect.json, bisect.txt, builds/, each step's report and log (default: a new temp dir)")
+    bisecting.add_argument("--entry", metavar="ID", help="judge each build by this known defect alone (bad: it shows, in its range or as a "
+                           "near miss; good: its tests pass; another failure: skip); run without --runxfail")
     expect = commands.add_parser("durations", help="expected test durations (the longest-first order under -n) from parity reports' timelines")
     expect.add_argument("reports", nargs="+", type=Path, metavar="REPORT.json")
     expect.add_argument("-o", "--output", type=Path, help="write the JSON here (teparity/gate/durations.json) instead of stdout")
@@ -134,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.command} takes no pytest arguments after --")
     if args.command == "bisect":
         try:
-            return bisect_command(args.package, args.good, args.bad, pytest_args, args.wheels, args.workdir)
+            return bisect_command(args.package, args.good, args.bad, pytest_args, args.wheels, args.workdir, args.entry)
         except UsageError as error:
             bisecting.error(str(error))
     if args.command == "repeat":
@@ -217,30 +219,38 @@ def repeat_command(count: int, pytest_args: list[str], workdir: Path | None) -> 
     return 0 if stable else 1
 
 
-def bisect_command(package: str, good: str, bad: str, pytest_args: list[str], wheels: Path | None, workdir: Path | None) -> int:
+def bisect_command(package: str, good: str, bad: str, pytest_args: list[str], wheels: Path | None, workdir: Path | None,
+                   entry: str | None = None) -> int:
     from teparity.tools.bisect import EndpointMismatch, Runner, Step, index_versions, search, wheel_versions, write_log
 
     if not pytest_args:
         raise UsageError("name the tests to run after --, e.g. -- tests/trace -p no:xdist")
+    if entry is not None:
+        from teparity.gate.known_defects import BY_ID
+
+        if entry not in BY_ID:
+            raise UsageError(f"--entry {entry}: no such known defect; the registry has {', '.join(sorted(BY_ID))}")
+        if "--runxfail" in pytest_args:
+            raise UsageError("--entry judges by the known defect's signature, which --runxfail turns off: leave --runxfail out")
     if package == "transformer-engine" and wheels is None:
         raise UsageError("TE's torch extension is source-only on the index: build TE's wheels for this torch and pass --wheels DIR")
     versions = wheel_versions(wheels, package) if wheels is not None else index_versions(package)
     workdir = _workdir(workdir, "teparity-bisect-")
     steps: list[Step] = []
-    runner = Runner(package, pytest_args, workdir, wheels, progress=_progress)
+    runner = Runner(package, pytest_args, workdir, wheels, progress=_progress, entry=entry)
 
     def logged(version: str) -> Step:
         steps.append(runner(version))
-        write_log(workdir, package, good, bad, pytest_args, steps)
+        write_log(workdir, package, good, bad, pytest_args, steps, entry=entry)
         return steps[-1]
 
     try:
         result = search(versions, good, bad, logged)
     except EndpointMismatch as error:
-        print(write_log(workdir, package, good, bad, pytest_args, steps, error=f"an endpoint is not what it was given as: {error}"))
+        print(write_log(workdir, package, good, bad, pytest_args, steps, error=f"an endpoint is not what it was given as: {error}", entry=entry))
         print(f"bisect log: {workdir / 'bisect.txt'}")
         return 1
-    print(write_log(workdir, package, good, bad, pytest_args, steps, result))
+    print(write_log(workdir, package, good, bad, pytest_args, steps, result, entry=entry))
     print(f"bisect log: {workdir / 'bisect.txt'}")
     return 0
 

@@ -165,11 +165,55 @@ def test_a_gate_run_is_good_bad_or_a_skip_with_its_reason(run: GateRun, expected
         assert failures and failures[0].split(": ", 1)[1] in {"sync at 56 after the return at 55", "known upstream defect x"}
 
 
+_ENTRY = "functional-fp32-bias-in-fp8-gemm"  # numerics-fp32-bias, functional executor
+
+
+def _entry_run(*tests: tuple[str, str, str, dict[str, str]]) -> GateRun:
+    """A gate run of (check, executor, outcome, the test's known_defect / near_miss fields)."""
+    run = _gate_run([], 1, versions={"torch": "2.11.0", "thunder": "0.2.3.dev20250420", "transformer_engine": "2.9.0"})
+    run.report["results"] = [
+        {"check": c, "executor": x, "outcome": o,
+         "tests": [{"nodeid": f"t::{c}[{x}]", "outcome": o, "evidence": f"{o} of {c}", "known_defect": None, "near_miss": None, **f}]}
+        for c, x, o, f in tests
+    ]
+    return run
+
+
+@pytest.mark.parametrize(
+    ("run", "expected", "said"),
+    [
+        (_entry_run(("numerics-fp32-bias", "functional", "known", {"known_defect": _ENTRY})), "bad", f"{_ENTRY} showed in 1 of 1"),
+        (_entry_run(("numerics-fp32-bias", "functional", "FAIL", {"near_miss": _ENTRY})), "bad", "numerics-fp32-bias/functional"),
+        (_entry_run(("numerics-fp32-bias", "functional", "pass", {}), ("numerics", "functional", "FAIL", {})), "good", ""),
+        (_entry_run(("numerics-fp32-bias", "functional", "FAIL", {})), "skip", f"another failure hides whether {_ENTRY} is there"),
+        (_entry_run(("numerics-fp32-bias", "functional", "known", {"known_defect": "autocast-quantizes-bf16-copies"})), "skip",
+         "another failure hides"),
+        (_entry_run(("numerics-fp32-bias", "legacy", "known", {"known_defect": _ENTRY}),
+                    ("numerics-fp32-bias", "functional", "skip", {})), "skip", f"no test of {_ENTRY}'s checks ran"),
+        (_entry_run(("numerics-fp32-bias", "functional", "XPASS", {})), "skip", "another failure hides"),
+    ],
+    ids=["known", "near-miss", "clean-beside-another-failure", "other-failure", "other-entry", "not-its-executor", "xpass-of-another"],
+)
+def test_an_entry_bisect_judges_each_build_by_that_defect_alone(run: GateRun, expected: Verdict, said: str) -> None:
+    outcome, reason, failures = verdict(run, _ENTRY)
+    assert outcome == expected and said in reason, (outcome, reason)
+    assert bool(failures) == (expected == "bad")
+    if any(r["outcome"] in ("FAIL", "XPASS") for r in run.report["results"]):
+        assert verdict(run)[0] == "bad"  # judged as a whole, a run that failed anything is bad
+
+
+def test_an_xpass_of_the_entry_is_a_build_without_its_defect() -> None:
+    run = _entry_run(("numerics-fp32-bias", "functional", "XPASS", {}))
+    run.report["results"][0]["tests"][0]["evidence"] = f"known upstream defect {_ENTRY}: ..."
+    assert verdict(run, _ENTRY)[0] == "good"
+
+
 def test_the_log_records_every_step_and_the_boundary(tmp_path: Path) -> None:
     run, _ = _runner(lambda i: "good" if i < 3 else "bad")
     result = search(BUILDS[:8], BUILDS[0], BUILDS[7], run)
-    text = write_log(tmp_path, "lightning-thunder", BUILDS[0], BUILDS[7], ["tests/trace"], result.steps, result)
+    text = write_log(tmp_path, "lightning-thunder", BUILDS[0], BUILDS[7], ["tests/trace"], result.steps, result, entry=_ENTRY)
     data = json.loads((tmp_path / "bisect.json").read_text())
+    assert data["entry"] == _ENTRY and f"judged by known defect {_ENTRY} alone" in text.splitlines()[0]
     assert data["result"]["first"] == BUILDS[3] and data["result"]["first_date"] == "2024-06-04" and data["direction"] == "regression"
     assert [s["version"] for s in data["steps"]] == [s.version for s in result.steps]
     assert f"first bad build: {BUILDS[3]} (2024-06-04)" in text and "bwd-sync/legacy FAIL: after" in text
@@ -196,6 +240,8 @@ def test_wheel_versions_lists_a_package_and_its_parts_only(tmp_path: Path) -> No
         (["--good", "soon", "--bad", "0.2.5", "--", "tests/trace"], "argument --good: not a PEP 440 version: 'soon'"),
         (["--package", "transformer-engine", "--good", "2.9.0", "--bad", "2.10.0", "--", "tests/trace"], "pass --wheels DIR"),
         (["--good", "0.2.6", "--bad", "0.2.5", "--wheels", "{wheels}/none", "--", "tests/trace"], "not a folder"),
+        (["--entry", "no-such-defect", "--good", "0.2.6", "--bad", "0.2.5", "--", "tests/trace"], "--entry no-such-defect: no such known defect"),
+        (["--entry", _ENTRY, "--good", "0.2.2", "--bad", "0.2.3", "--", "tests/numerics", "--runxfail"], "leave --runxfail out"),
     ],
 )
 def test_bisect_refuses_bad_arguments_with_a_usage_error(tmp_path: Path, args: list[str], said: str) -> None:

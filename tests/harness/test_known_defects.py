@@ -471,7 +471,7 @@ def _markdown_of(entry: known_defects.KnownDefect) -> str:
 
 def test_a_bound_named_by_build_holds_the_dev_builds_that_a_release_bound_leaves_out() -> None:
     """Under PEP 440 `>=0.2.6` leaves out 0.2.6.dev20251019, a build before 0.2.6; `>=0.2.6.dev20250324` holds it."""
-    entry = known_defects.BY_ID["legacy-executor-loses-te-from-te-2.10"]
+    entry = dataclasses.replace(known_defects.BY_ID["legacy-executor-loses-te-from-te-2.10"], thunder=">=0.2.6,<0.2.7")
     dev = Versions(torch="2.11.0", thunder="0.2.6.dev20251019", transformer_engine="2.12.0")
     assert not entry.holds_for_versions(dev)
     assert "(a build before 0.2.6, which PEP 440 orders below it" in entry.excluded(dev)[0]
@@ -605,18 +605,18 @@ def test_only_the_defects_signature_is_expected(covered_run: pytest.Pytester) ->
 
 
 def test_a_near_miss_fails_and_names_the_entry_and_the_range_that_leaves_it_out(pytester: pytest.Pytester) -> None:
-    """thunder 0.2.6.dev20251019 is a build before 0.2.6, outside the entry's `>=0.2.6,<0.2.7`: every test
-    runs strict; the defect's own failure fails as a near miss, the other failures stay plain."""
+    """thunder 0.2.7 is outside the entry's `>=0.2.0.dev0,<0.2.7`: every test runs strict; the defect's own
+    failure fails as a near miss, the other failures stay plain."""
     entry = "legacy-executor-loses-te-from-te-2.10"
-    run = _faked_run(pytester, "0.2.6.dev20251019")
+    run = _faked_run(pytester, "0.2.7")
     result = run.runpytest_subprocess("-n", "2", "-p", "teparity.plugin", "-p", "no:cacheprovider", "--teparity-report", "r.json")
     result.assert_outcomes(failed=4, passed=1, errors=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([
         f"*NearMiss: [[]near miss of known upstream defect {entry}: this failure matches its signature, but thunder "
-        "0.2.6.dev20251019 not in `>=0.2.6,<0.2.7` (a build before 0.2.6*so it fails strict*python -m teparity bisect "
-        "--package lightning-thunder --good GOOD_BUILD --bad 0.2.6.dev20251019 -- "
-        "'test_known.py::test_the_defect[[]legacy[]]' --runxfail*held 0 of 2 linears",
+        f"0.2.7 not in `>=0.2.0.dev0,<0.2.7`, so it fails strict*python -m teparity bisect --entry {entry} "
+        "--package lightning-thunder --good GOOD_BUILD --bad 0.2.7 -- "
+        "'test_known.py::test_the_defect[[]legacy[]]' -p no:xdist*held 0 of 2 linears",
         f"*te-claims-every-linear[[]1proc[]]*FAIL (1/1; matches {entry} outside its range)*",
     ])
     data = json.loads((run.path / "r.json").read_text())

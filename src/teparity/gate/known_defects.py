@@ -338,6 +338,8 @@ _SYNC_SPLIT_BISECT = "docs/results/cpu-bisect-legacy-sync-split"
 _CPU_BUILDS_RUN = "docs/results/cpu-trace-builds-37d5c96"
 #: thunder 0.2.2 .. 0.2.6 and 0.2.6.dev20251019 with TE 2.9.0 at 28d36b3, after the entries above were placed.
 _RELEASES_RUN_TE29 = "docs/results/h200-te2.9.0-seventh/call1-28d36b3"
+#: thunder 0.2.5 and 0.2.6.dev20251019 with TE 2.20.2 (pairs no run had named): the legacy executor's lost TE.
+_NEW_PAIRS_RUN_TE220 = "docs/results/h200-te2.20.2-ninth/call1-c71c746"
 #: Seen with TE 2.9.0 only: the TE bound of the entries first seen there stops at the next release.
 _SEEN_TE29 = ">=2.9,<2.10"
 
@@ -347,17 +349,21 @@ REGISTRY: tuple[KnownDefect, ...] = (
         summary="thunder 0.2.6's legacy TE executor claims no linear with TE 2.10+: a silent fallback to torch",
         executors=("legacy",),
         checks=_TE_RUNS,
-        thunder=">=0.2.6,<0.2.7",
+        thunder=">=0.2.0.dev0,<0.2.7",
         te=">=2.10",
         failure=SilentFallback,
         matches=_legacy_lost_te,
         signature="no linear is held by TE and the executor module's own TE import error names CPUOffloadEnabled",
-        cause="thunder/executors/transformer_engine_v1ex.py imports CPUOffloadEnabled from "
-        "transformer_engine.pytorch.cpu_offload inside try/except; TE 2.10 removed that name, so the module "
-        "sets TE_AVAILABLE = False and its checker declines every linear. The legacy executor was removed "
-        "in thunder 0.2.7.dev20251130 (PR #2762), so no fix is expected in 0.2.6",
+        cause="thunder/executors/transformer_engine_v1ex.py (transformer_engineex.py before 0.2.6.dev20250928) imports "
+        "CPUOffloadEnabled from transformer_engine.pytorch.cpu_offload inside try/except; TE 2.10 removed that name, "
+        "so the module sets TE_AVAILABLE = False and its checker declines every linear. The same import is in every "
+        "build read, the first on the index (0.2.0.dev20240404) to 0.2.7.dev20251109 (docs/results/"
+        "wheels-legacy-cpu-offload-import), so there is no first bad thunder build to bisect; run with TE 2.12-2.20 "
+        "on 0.2.5, 0.2.6.dev20251019 and 0.2.6. The legacy executor was removed in thunder 0.2.7.dev20251130 "
+        "(PR #2762), so no fix is expected",
         seen=(_MATRIX_RUN, "docs/results/h200-te2.12.0", "docs/results/h200-x2-te2.12.0",
-              "docs/results/h200-x2-te2.16.1-thunder0.2.6", "docs/results/h200-x2-te2.20.2-thunder0.2.6"),
+              "docs/results/h200-x2-te2.16.1-thunder0.2.6", "docs/results/h200-x2-te2.20.2-thunder0.2.6",
+              _NEW_PAIRS_RUN_TE220),
     ),
     KnownDefect(
         id="grad-accumulation-fp8-state-per-cache-entry",
@@ -696,8 +702,8 @@ def near_miss_message(entry: KnownDefect, versions: Versions, nodeid: str) -> st
     return (
         f"[near miss of known upstream defect {entry.id}: this failure matches its signature, but "
         f"{'; '.join(entry.excluded(versions))}, so it fails strict. If it is the same defect, bisect where it "
-        f"starts: python -m teparity bisect --package {package}{wheels} --good GOOD_BUILD --bad {version} -- "
-        f"'{nodeid}' --runxfail -p no:xdist; then name the bound by that build in {entry.id}'s range]"
+        f"starts: python -m teparity bisect --entry {entry.id} --package {package}{wheels} --good GOOD_BUILD --bad {version} -- "
+        f"'{nodeid}' -p no:xdist; then name the bound by that build in {entry.id}'s range]"
     )
 
 

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from teparity.gate.report import NO_EXECUTOR
 from teparity.stack.versions import Environment
 from teparity.tools.killmatrix import GateRun, run_gate
 
@@ -174,10 +175,11 @@ def wheel_versions(folder: Path, package: str) -> list[str]:
     return versions
 
 
-def verdict(run: GateRun) -> tuple[Verdict, str, tuple[str, ...]]:
+def verdict(run: GateRun, entry: str | None = None) -> tuple[Verdict, str, tuple[str, ...]]:
     """Judge one gate run: good (exit 0 with a test that ran), bad (a FAIL or XPASS cell), or skip (the
     build could not run the tests: it does not import, no test was collected, every test skipped, no
-    report, or pytest ended otherwise), with the reason and the failing cells' evidence."""
+    report, or pytest ended otherwise), with the reason and the failing cells' evidence. With ``entry``
+    (a registry id) the run is judged by that defect alone (``entry_verdict``)."""
     report = run.report
     if not report:
         tail = run.output.strip().splitlines()[-1:] or ["no output"]
@@ -192,6 +194,8 @@ def verdict(run: GateRun) -> tuple[Verdict, str, tuple[str, ...]]:
     tests = [t for r in report.get("results", []) for t in r["tests"]]
     if report.get("exitstatus") == 5 or not tests:
         return "skip", "no test collected", ()
+    if entry is not None:
+        return entry_verdict(report, entry)
     failures = tuple(
         f"{r['check']}/{r['executor']} {r['outcome']}: {t['evidence'].splitlines()[0] if t['evidence'] else ''}"
         for r in report["results"] if r["outcome"] in ("FAIL", "XPASS") for t in r["tests"] if t["outcome"] == r["outcome"]
@@ -206,6 +210,33 @@ def verdict(run: GateRun) -> tuple[Verdict, str, tuple[str, ...]]:
     return "good", "", ()
 
 
+def entry_verdict(report: dict[str, Any], entry: str) -> tuple[Verdict, str, tuple[str, ...]]:
+    """One registered defect's verdict, from the tests of the checks and executors it names: bad where one
+    of them shows its signature (a known xfail of it, inside its ranges, or a near miss of it, outside
+    them), good where they ran clean, skip where another failure hides whether it is there. A lower bound
+    is then bisected through builds that fail for other reasons too (another defect of the same executor)."""
+    from teparity.gate.known_defects import BY_ID
+
+    defect = BY_ID[entry]
+    named = [(r, t) for r in report.get("results", []) for t in r["tests"]
+             if defect.names(r["check"], None if r["executor"] == NO_EXECUTOR else r["executor"])]
+    showed = [(r, t) for r, t in named if entry in (t.get("known_defect"), t.get("near_miss"))]
+    if showed:
+        cells = sorted({f"{r['check']}/{r['executor']}" for r, _ in showed})
+        return "bad", f"{entry} showed in {len(showed)} of {len(named)} test(s): {', '.join(cells)}", tuple(
+            f"{r['check']}/{r['executor']} {t['outcome']}: {t['evidence'].splitlines()[0] if t['evidence'] else ''}" for r, t in showed)
+    # An XPASS of this entry is a run where its defect did not show.
+    clean = [t for _, t in named if t["outcome"] == "pass" or (t["outcome"] == "XPASS" and entry in t["evidence"])]
+    other = [(r, t) for r, t in named if t["outcome"] != "skip" and t not in clean]
+    if other:
+        said = "; ".join(f"{r['check']}/{r['executor']} {t['outcome']}: {t['evidence'].splitlines()[0] if t['evidence'] else ''}"
+                         for r, t in other[:3])
+        return "skip", f"another failure hides whether {entry} is there: {said}", ()
+    if not clean:
+        return "skip", f"no test of {entry}'s checks ran: " + "; ".join(sorted({t["evidence"] for _, t in named})[:3]), ()
+    return "good", "", ()
+
+
 @dataclasses.dataclass
 class Runner:
     """Install a build into ``workdir/builds/PKG-VERSION`` (once; a later bisect reuses it), put it first
@@ -216,6 +247,8 @@ class Runner:
     workdir: Path
     wheels: Path | None = None
     progress: Callable[[str], None] = print
+    #: Judge each run by this registry entry alone (``entry_verdict``).
+    entry: str | None = None
 
     def __call__(self, version: str) -> Step:
         name = f"{self.package}-{version}"
@@ -225,7 +258,7 @@ class Runner:
         else:
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
             run = run_gate([], self.workdir, pytest_args=self.pytest_args, name=name, env=env)
-            outcome, reason, failures = verdict(run)
+            outcome, reason, failures = verdict(run, self.entry)
             step = Step(version, outcome, reason, failures, f"{name}.json" if run.report else None, f"{name}.log",
                         run.report.get("exitstatus", run.returncode))
         self.progress(f"{version} ({build_date(version)}): {step.verdict.upper()}{': ' + step.reason if step.reason else ''}")
@@ -251,9 +284,11 @@ class Runner:
 # -- the log --------------------------------------------------------------------------------------
 
 
-def describe(package: str, good: str, bad: str, result: Bisection | None, error: str | None, steps: Sequence[Step]) -> str:
+def describe(package: str, good: str, bad: str, result: Bisection | None, error: str | None, steps: Sequence[Step],
+             entry: str | None = None) -> str:
     """bisect.txt: every step, then the boundary (or why there is none)."""
-    lines = [f"bisect of {package}: good {good}, bad {bad} ({'a regression' if Version(good) < Version(bad) else 'a fix'})", ""]
+    judged = f", judged by known defect {entry} alone" if entry else ""
+    lines = [f"bisect of {package}: good {good}, bad {bad} ({'a regression' if Version(good) < Version(bad) else 'a fix'}{judged})", ""]
     for step in steps:
         where = f" [{step.report or step.log or 'no report'}]" if step.log or step.report else ""
         lines.append(f"{step.version} ({build_date(step.version)}): {step.verdict.upper()}{': ' + step.reason if step.reason else ''}{where}")
@@ -275,11 +310,11 @@ def describe(package: str, good: str, bad: str, result: Bisection | None, error:
 
 
 def write_log(workdir: Path, package: str, good: str, bad: str, pytest_args: Sequence[str], steps: Sequence[Step],
-              result: Bisection | None = None, error: str | None = None) -> str:
+              result: Bisection | None = None, error: str | None = None, entry: str | None = None) -> str:
     """Write bisect.json and bisect.txt (after every step, so a cut-off bisect keeps its steps); return the text."""
-    text = describe(package, good, bad, result, error, steps)
+    text = describe(package, good, bad, result, error, steps, entry)
     data: dict[str, Any] = {
-        "package": package, "good": good, "bad": bad, "pytest_args": list(pytest_args),
+        "package": package, "good": good, "bad": bad, "pytest_args": list(pytest_args), "entry": entry,
         "direction": "regression" if Version(good) < Version(bad) else "fix",
         "steps": [{**dataclasses.asdict(s), "date": build_date(s.version)} for s in steps],
         "error": error,
