@@ -307,6 +307,20 @@ def _checkpointed_linears_not_recomputed(evidence: dict[str, Any], env: Environm
     )
 
 
+#: A state named in a one-update-per-fp8-state violation, updated once in a forward trace and once in a backward one.
+_STATE_UPDATED_IN_FORWARD_AND_BACKWARD = re.compile(
+    r"'get_te_fp8_state_\d+': \['rank \d+ forward trace #\d+', 'rank \d+ backward trace #\d+'\]")
+
+
+def _recompute_updates_the_forward_state_again(evidence: dict[str, Any], env: Environment) -> bool:
+    violations = evidence["violations"]
+    return bool(violations) and all(
+        v["invariant"] == "one-update-per-fp8-state"
+        and 0 < len(_STATE_UPDATED_IN_FORWARD_AND_BACKWARD.findall(v["message"])) == v["message"].count("'get_te_fp8_state_")
+        for v in violations
+    )
+
+
 def _recompute_reads_an_unbound_forward_tensor(evidence: dict[str, Any], env: Environment) -> bool:
     errors = evidence["case_errors"]
     return (
@@ -340,6 +354,12 @@ _CPU_BUILDS_RUN = "docs/results/cpu-trace-builds-37d5c96"
 _RELEASES_RUN_TE29 = "docs/results/h200-te2.9.0-seventh/call1-28d36b3"
 #: thunder 0.2.5 and 0.2.6.dev20251019 with TE 2.20.2 (pairs no run had named): the legacy executor's lost TE.
 _NEW_PAIRS_RUN_TE220 = "docs/results/h200-te2.20.2-ninth/call1-c71c746"
+#: thunder 0.2.2 .. 0.2.6, 0.2.6.dev20251019 and two weekly builds with TE 2.9.0 at 363ddd5.
+_RELEASES_RUN_TE29_NINTH = "docs/results/h200-te2.9.0-ninth/call1-363ddd5"
+#: The GPU bisects of entries' bounds with TE 2.9.0, each judged by its entry alone (``bisect --entry``).
+_ENTRY_BISECTS_TE29 = "docs/results/h200-te2.9.0-ninth/call2-363ddd5-bisects"
+#: The legacy sync scenarios' checks: they run the legacy executor's TE linears where TE is installed.
+_LEGACY_SYNC = ("bwd-sync-placement", "bwd-sync-runs-once", "fwd-has-no-sync")
 #: Seen with TE 2.9.0 only: the TE bound of the entries first seen there stops at the next release.
 _SEEN_TE29 = ">=2.9,<2.10"
 
@@ -470,8 +490,8 @@ REGISTRY: tuple[KnownDefect, ...] = (
         summary="thunder 0.2.2's and 0.2.3's legacy TE executor cannot unpack what TE 2.9's _Linear forward "
         "saves: every TE linear raises ValueError in the computation trace",
         executors=("legacy",),
-        checks=_TE_RUNS,
-        thunder=">=0.2.2,<0.2.4",
+        checks=_TE_RUNS + _LEGACY_SYNC,
+        thunder=">=0.2.2,<=0.2.4.dev20250622",
         te=_SEEN_TE29,
         failure=(PartedFromEager, RanksFailed, ThunderRunRaised),
         matches=_legacy_unpack_at_te_linear,
@@ -484,8 +504,12 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "TELinear.forward returns what ctx.pop_saved_tensors() holds after the real _Linear.forward, another "
         "number with TE 2.9.0 (6 in 0.2.3's cases), so `(out, (t..), ctx) = te_linear_0(...)` raises. Both builds "
         "set input_quantizer.internal = False in TELinear._get_quantizers, which 0.2.4 changed to True, and 0.2.4's "
-        "legacy executor runs on TE 2.9.0; that this change is the fix was not shown. Seen with TE 2.9.0 only",
-        seen=(_VERSIONS_RUN_TE29, _RELEASES_RUN_TE29),
+        "legacy executor runs on TE 2.9.0; that this change is the fix was not shown. Seen with TE 2.9.0 only. The legacy "
+        "sync scenarios' ranks raise it too (bwd-sync-*, fwd-has-no-sync: seen at 363ddd5). A GPU bisect of the fix: "
+        "0.2.4.dev20250608 .. 0.2.4.dev20250622 still show it, 0.2.4 does not (PEP 440 keeps 0.2.4's dev builds out of "
+        "`<0.2.4`, hence the bound by build)",
+        seen=(_VERSIONS_RUN_TE29, _RELEASES_RUN_TE29, _RELEASES_RUN_TE29_NINTH),
+        bounds=(BisectedBound("thunder", "<=0.2.4.dev20250622", f"{_ENTRY_BISECTS_TE29}/miscount-fix/bisect.json"),),
     ),
     KnownDefect(
         id="fsdp-transform-layer-bucketing-rejects-input-grad",
@@ -610,8 +634,11 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "update, so the recomputation writes its amaxes into the slot the update had cleared (3.47 where eager TE "
         "holds 0) and quantizes with the state as it then is: gradients part from step 0. The functional executor "
         "has its own checkpointing transform (0.2.5+), which keeps one update per state; the legacy one has none. "
-        "Seen on 0.2.4, 0.2.5 and 0.2.6 with TE 2.9.0 (from TE 2.10 0.2.6's legacy executor has no TE)",
-        seen=(_FEATURES_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86", _VERSIONS_RUN_TE29),
+        "Seen on 0.2.4, 0.2.5 and 0.2.6 with TE 2.9.0 (from TE 2.10 the legacy executor has no TE). The lower bound is the "
+        "first build whose legacy executor runs on TE 2.9.0 at all: a GPU bisect found every build from 0.2.3 to "
+        "0.2.4.dev20250622 raising legacy-executor-miscounts-te-2.9-saved-tensors first, and 0.2.4 showing this",
+        seen=(_FEATURES_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86", _VERSIONS_RUN_TE29,
+              f"{_ENTRY_BISECTS_TE29}/ckpt-twice-from"),
     ),
     KnownDefect(
         id="functional-amax-not-reduced-across-ranks",
@@ -619,7 +646,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "ranks: each rank's FP8 scales follow its own data",
         executors=("functional",),
         checks=("ddp", "ddp-first-step", "ddp-llama"),
-        thunder=">=0.2.3,<0.2.5",
+        thunder=">=0.2.3,<=0.2.5.dev20250803",
         te=_SEEN_TE29,
         failure=PartedFromEager,
         matches=_ranks_part_unreduced,
@@ -627,8 +654,9 @@ REGISTRY: tuple[KnownDefect, ...] = (
         cause="transformer_engine_v2ex_impl.py (0.2.3, 0.2.4) updates each recipe state from its own amax history; "
         "the all-reduce of state.amax_history over the default group came with thunder PR #2404 (0.2.5), the one "
         "that teparity's mutant functional-no-cross-rank-reduction removes. Eager TE reduces amaxes over the "
-        "fp8_autocast group. Seen on 0.2.3 and 0.2.4 with TE 2.9.0",
-        seen=(_VERSIONS_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86"),
+        "fp8_autocast group. Seen on 0.2.3, 0.2.4 and the weekly build 0.2.5.dev20250803 with TE 2.9.0, not on 0.2.5: the "
+        "range ends at the last build seen with it (no bisect of the builds after it has run)",
+        seen=(_VERSIONS_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86", _RELEASES_RUN_TE29_NINTH),
     ),
     KnownDefect(
         id="functional-checkpointing-saves-te-linears",
@@ -664,6 +692,25 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "between the linears reads the activation's forward input (t69, at a torch.mul) that it never recomputes; "
         "the functional executor's checkpointing transform (0.2.5+) is absent",
         seen=(_VERSIONS_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86", _RELEASES_RUN_TE29),
+    ),
+    KnownDefect(
+        id="functional-checkpointing-updates-fp8-state-twice",
+        summary="on the weekly build 0.2.5.dev20250803, under activation checkpointing, the backward's recomputation "
+        "updates a forward FP8 state the forward already updated that step",
+        executors=("functional",),
+        checks=("activation-checkpointing",),
+        thunder=">=0.2.5.dev20250803,<=0.2.5.dev20250803",
+        te=_SEEN_TE29,
+        failure=TraceInvariantBroken,
+        matches=_recompute_updates_the_forward_state_again,
+        signature="every broken trace invariant is one-update-per-fp8-state, each state it names updated once in a "
+        "forward trace and once in a backward trace",
+        cause="seen, not read in source: the backward trace of a checkpointed region updates (te_fp8_amax_and_scale_update) "
+        "the FP8 states that the forward trace created and updated, where eager TE updates each state once a step; "
+        "both thunder.jit and thunderfx, both recipes. Seen on 0.2.5.dev20250803 only; 0.2.4 has no functional "
+        "checkpointing transform (functional-checkpointing-saves-te-linears) and 0.2.5 updates each state once. The "
+        "range is that one build, not bisected: a neighbour build that shows it is a near miss naming this entry",
+        seen=(_RELEASES_RUN_TE29_NINTH,),
     ),
 )
 
