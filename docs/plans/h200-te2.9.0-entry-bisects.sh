@@ -3,8 +3,9 @@
 # alone (`--entry`), of a bound set by where earlier runs stopped (the ninth session ran two others, and the
 # fix of functional-amax-not-reduced-across-ranks from 0.2.5.dev20250803). A call carries at most 64 MiB and
 # a later call on a warm machine finds no ignored path it did not carry (seen: the bundle was gone), so
-# .gpu/te-2.9.0 travels with the wheels each time: split .gpu/bisect (PyPI's wheels of thunder 0.2.1 .. 0.2.5
-# and the weekly builds between them) into folders of at most 10 wheels, one call each. Run from the
+# .gpu/te-2.9.0 travels with the wheels each time, and about 10 wheels (0.9 MB each) fit beside it and the tree.
+# miscount-from needs the 10 of 0.2.1 .. 0.2.2; the other three the 13 of 0.2.4 .. 0.2.5, which do not fit: run
+# them on halves of that span, or with a smaller bundle. Run from the
 # repository root on the device with $OUT and TEPARITY_COMMIT set; writes summary.txt and bisects.tgz.
 export PYTHONUNBUFFERED=1
 source .gpu/te-2.9.0/install_bundle.sh .gpu/te-2.9.0 /tmp/site-bisect > $OUT/install.log 2>&1

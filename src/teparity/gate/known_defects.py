@@ -358,6 +358,8 @@ _NEW_PAIRS_RUN_TE220 = "docs/results/h200-te2.20.2-ninth/call1-c71c746"
 _RELEASES_RUN_TE29_NINTH = "docs/results/h200-te2.9.0-ninth/call1-363ddd5"
 #: The GPU bisects of entries' bounds with TE 2.9.0, each judged by its entry alone (``bisect --entry``).
 _ENTRY_BISECTS_TE29 = "docs/results/h200-te2.9.0-ninth/call2-363ddd5-bisects"
+#: Two GPU fix bisects from 0.2.5.dev20250803 with TE 2.9.0 (the call's time ran out in the second one).
+_FIX_BISECTS_TE29 = "docs/results/h200-te2.9.0-ninth/call3-b98ccf1-fix-bisects"
 #: The legacy sync scenarios' checks: they run the legacy executor's TE linears where TE is installed.
 _LEGACY_SYNC = ("bwd-sync-placement", "bwd-sync-runs-once", "fwd-has-no-sync")
 #: Seen with TE 2.9.0 only: the TE bound of the entries first seen there stops at the next release.
@@ -646,7 +648,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "ranks: each rank's FP8 scales follow its own data",
         executors=("functional",),
         checks=("ddp", "ddp-first-step", "ddp-llama"),
-        thunder=">=0.2.3,<=0.2.5.dev20250803",
+        thunder=">=0.2.3,<=0.2.5.dev20250810",
         te=_SEEN_TE29,
         failure=PartedFromEager,
         matches=_ranks_part_unreduced,
@@ -654,9 +656,11 @@ REGISTRY: tuple[KnownDefect, ...] = (
         cause="transformer_engine_v2ex_impl.py (0.2.3, 0.2.4) updates each recipe state from its own amax history; "
         "the all-reduce of state.amax_history over the default group came with thunder PR #2404 (0.2.5), the one "
         "that teparity's mutant functional-no-cross-rank-reduction removes. Eager TE reduces amaxes over the "
-        "fp8_autocast group. Seen on 0.2.3, 0.2.4 and the weekly build 0.2.5.dev20250803 with TE 2.9.0, not on 0.2.5: the "
-        "range ends at the last build seen with it (no bisect of the builds after it has run)",
-        seen=(_VERSIONS_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86", _RELEASES_RUN_TE29_NINTH),
+        "fp8_autocast group. Seen on 0.2.3, 0.2.4 and the weekly builds 0.2.5.dev20250803 and 0.2.5.dev20250810 with TE 2.9.0; "
+        "0.2.5.dev20250824 and 0.2.5 are clean. A GPU fix bisect was cut off before it ran 0.2.5.dev20250817, so the "
+        "range ends at the last build seen with it",
+        seen=(_VERSIONS_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86", _RELEASES_RUN_TE29_NINTH,
+              _FIX_BISECTS_TE29),
     ),
     KnownDefect(
         id="functional-checkpointing-saves-te-linears",
@@ -707,10 +711,12 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "forward trace and once in a backward trace",
         cause="seen, not read in source: the backward trace of a checkpointed region updates (te_fp8_amax_and_scale_update) "
         "the FP8 states that the forward trace created and updated, where eager TE updates each state once a step; "
-        "both thunder.jit and thunderfx, both recipes. Seen on 0.2.5.dev20250803 only; 0.2.4 has no functional "
-        "checkpointing transform (functional-checkpointing-saves-te-linears) and 0.2.5 updates each state once. The "
-        "range is that one build, not bisected: a neighbour build that shows it is a near miss naming this entry",
-        seen=(_RELEASES_RUN_TE29_NINTH,),
+        "both thunder.jit and thunderfx, both recipes. Seen on 0.2.5.dev20250803; a GPU fix bisect found "
+        "0.2.5.dev20250810 clean. 0.2.4 has no functional checkpointing transform (functional-checkpointing-saves-te-"
+        "linears); the builds between it and 0.2.5.dev20250803 have not run, so the lower bound is the first build "
+        "seen with it, not bisected: an older build that shows it is a near miss naming this entry",
+        seen=(_RELEASES_RUN_TE29_NINTH, _FIX_BISECTS_TE29),
+        bounds=(BisectedBound("thunder", "<=0.2.5.dev20250803", f"{_FIX_BISECTS_TE29}/twice-last.json"),),
     ),
 )
 

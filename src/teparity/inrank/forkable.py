@@ -1,8 +1,7 @@
 """What a fork server imports once, before it forks ranks (``--teparity-ranks forked``): importing this
 module in the fork server imports the first of ``fork_stages()`` (torch and TE: fork-safe, and imported
 while the environment probe of a new stack may still run) and then what the probe found fork-safe beyond it
-(``Environment.fork_modules``: thunder and inductor's compiler where ``PYTORCH_NVML_BASED_CUDA_CHECK=1``
-leaves fork usable; ``teparity.stack.envprobe.fork_check``); each forked rank then imports only the rest
+(``Environment.fork_modules``, ``teparity.stack.envprobe.fork_check``); each forked rank then imports only the rest
 (``teparity.inrank.task.preload``). Nothing here touches CUDA. The time of each import goes to the
 file that the fork server names in ``FORK_SERVER_LOG_VARIABLE`` (the bench adds it to the start-up it
 reports).

@@ -1,30 +1,25 @@
-"""The environment teparity gives its ranks, unless the user set the variable: one OpenMP thread,
-in-process inductor compiles, and torch's CUDA availability check through NVML.
+"""The environment teparity gives its ranks, unless the user set the variable: one OpenMP thread and
+in-process inductor compiles.
 
 Why the threads: a GPU gate run at ``-n 12`` holds about 24 rank processes on 16 cores. Left to their
 defaults, each sized its intra-op pool to every core, and each that compiled anything (TE's
 ``torch.compile``d amax update, thunder's torch.compile fusions) started its own inductor compile pool (a
 sidecar process with one worker per core). torchrun sets ``OMP_NUM_THREADS=1`` for the same reason.
 
-Why NVML: ``torch.cuda.is_available()`` initialises the CUDA driver (``cudaGetDeviceCount``), after which
-no forked child can use CUDA; thunder's import asks it (``thunder/executors/nvfuserex.py``), so a fork
-server could not preload thunder. With ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` torch answers through NVML and
-leaves the driver alone (torch's documented fork-safe check), and the fork server preloads thunder and the
-compiler too (``teparity.stack.versions.fork_stages``); the environment probe checks on each machine
-that a child forked after those imports still runs CUDA.
+Not ``PYTORCH_NVML_BASED_CUDA_CHECK=1``: it was a default for a while, so that a fork server could preload
+thunder, but on the H200 a child forked after thunder's import still could not use CUDA (docs/facts.md, the
+ninth session).
 
-None of these changes what is computed: inductor emits the same kernels in-process, both sides of a pair
-run with the same threads, and the NVML check answers the same question where CUDA works.
+Neither changes what is computed: inductor emits the same kernels in-process, and both sides of a pair
+run with the same threads.
 """
 
 from __future__ import annotations
 
 import os
 
-#: The variable that makes ``torch.cuda.is_available()`` fork-safe.
-NVML_CHECK_VARIABLE = "PYTORCH_NVML_BASED_CUDA_CHECK"
 #: The variables teparity sets for its ranks when the environment does not, and their values.
-DEFAULTS: dict[str, str] = {"OMP_NUM_THREADS": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1", NVML_CHECK_VARIABLE: "1"}
+DEFAULTS: dict[str, str] = {"OMP_NUM_THREADS": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1"}
 
 
 def apply_defaults() -> frozenset[str]:

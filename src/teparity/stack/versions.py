@@ -25,7 +25,6 @@ import dataclasses
 import importlib
 import importlib.metadata
 import inspect
-import os
 from typing import Any, Literal
 
 from packaging.version import InvalidVersion, Version
@@ -109,24 +108,16 @@ def parse_version(text: str) -> Version | None:
         return None
 
 
-#: What a fork server imports beyond torch and TE where thunder's import leaves fork usable: thunder, its
-#: thunderfx entry point and inductor's compiler, which each rank's first torch.compile would import.
-COMPILER_MODULES = ("thunder", "thunder.dynamo", "torch._inductor.compile_fx")
-
 
 def fork_stages() -> tuple[tuple[str, ...], ...]:
     """What a fork server may import before it forks ranks, in stages: each stage adds to the ones before,
     and the environment probe keeps the most stages after which a forked child still runs CUDA
-    (``envprobe.fork_check``). torch and ``transformer_engine.pytorch`` leave fork usable. thunder's import
-    asks ``torch.cuda.is_available()``, which initialises the CUDA driver unless
-    ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` (the gate's default, ``teparity.launch.rank_env``): with TE installed,
-    thunder and the compiler are a stage of their own only then (docs/facts.md, "Forked ranks"). Without TE
-    nothing in a rank uses a GPU, and nothing compiles (the CPU tiers run thunder's torch executor): one
-    stage, torch and thunder."""
+    (``envprobe.fork_check``). torch and ``transformer_engine.pytorch`` leave fork usable; thunder's import
+    does not where TE is installed, even with ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` (seen on the H200: 0.2.6
+    initialises torch's CUDA, 0.2.7.dev20260201 the driver; docs/facts.md, ninth session), so each rank
+    imports thunder itself. Without TE nothing in a rank uses a GPU: torch and thunder."""
     if installed_version("transformer_engine") is None:
         return (("torch", "thunder"),)
-    if os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") == "1":  # launch.rank_env sets it (a layer above: named here)
-        return (("torch", "transformer_engine.pytorch"), COMPILER_MODULES)
     return (("torch", "transformer_engine.pytorch"),)
 
 
