@@ -187,7 +187,6 @@ def _cache_path() -> Path:
             sys.executable,
             _found_at(),
             os.environ.get("CUDA_VISIBLE_DEVICES"),
-            fork_stages(),  # what the fork check imports
             vars(Versions.installed()),
             hashlib.sha256(b"".join(probe_code)).hexdigest(),
         ]

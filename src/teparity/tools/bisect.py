@@ -197,8 +197,7 @@ def verdict(run: GateRun, entry: str | None = None) -> tuple[Verdict, str, tuple
     if entry is not None:
         return entry_verdict(report, entry)
     failures = tuple(
-        f"{r['check']}/{r['executor']} {r['outcome']}: {t['evidence'].splitlines()[0] if t['evidence'] else ''}"
-        for r in report["results"] if r["outcome"] in ("FAIL", "XPASS") for t in r["tests"] if t["outcome"] == r["outcome"]
+        _failure_line(r, t) for r in report["results"] if r["outcome"] in ("FAIL", "XPASS") for t in r["tests"] if t["outcome"] == r["outcome"]
     )
     if failures or report.get("exitstatus") == 1:
         cells = sorted({f.split(" ", 1)[0] for f in failures})
@@ -208,6 +207,11 @@ def verdict(run: GateRun, entry: str | None = None) -> tuple[Verdict, str, tuple
     if all(t["outcome"] == "skip" for t in tests):
         return "skip", "every test skipped: " + "; ".join(sorted({t["evidence"] for t in tests})), ()
     return "good", "", ()
+
+
+def _failure_line(cell: dict[str, Any], test: dict[str, Any]) -> str:
+    """``check/executor OUTCOME: the first line of its evidence``, as a step records a failing test."""
+    return f"{cell['check']}/{cell['executor']} {test['outcome']}: {test['evidence'].splitlines()[0] if test['evidence'] else ''}"
 
 
 def entry_verdict(report: dict[str, Any], entry: str) -> tuple[Verdict, str, tuple[str, ...]]:
@@ -224,13 +228,12 @@ def entry_verdict(report: dict[str, Any], entry: str) -> tuple[Verdict, str, tup
     if showed:
         cells = sorted({f"{r['check']}/{r['executor']}" for r, _ in showed})
         return "bad", f"{entry} showed in {len(showed)} of {len(named)} test(s): {', '.join(cells)}", tuple(
-            f"{r['check']}/{r['executor']} {t['outcome']}: {t['evidence'].splitlines()[0] if t['evidence'] else ''}" for r, t in showed)
+            _failure_line(r, t) for r, t in showed)
     # An XPASS of this entry is a run where its defect did not show.
     clean = [t for _, t in named if t["outcome"] == "pass" or (t["outcome"] == "XPASS" and entry in t["evidence"])]
     other = [(r, t) for r, t in named if t["outcome"] != "skip" and t not in clean]
     if other:
-        said = "; ".join(f"{r['check']}/{r['executor']} {t['outcome']}: {t['evidence'].splitlines()[0] if t['evidence'] else ''}"
-                         for r, t in other[:3])
+        said = "; ".join(_failure_line(r, t) for r, t in other[:3])
         return "skip", f"another failure hides whether {entry} is there: {said}", ()
     if not clean:
         return "skip", f"no test of {entry}'s checks ran: " + "; ".join(sorted({t["evidence"] for _, t in named})[:3]), ()
