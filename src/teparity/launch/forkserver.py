@@ -44,6 +44,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, NoReturn
 
+from teparity.launch.outcome import wall_clock
+
 #: Where the fork server of this run listens, set by its owner for the processes it starts (the xdist
 #: workers): JSON ``{"address": ..., "pid": ...}``.
 FORK_SERVER_VARIABLE = "TEPARITY_FORK_SERVER"
@@ -318,6 +320,7 @@ def serve(config: dict[str, Any]) -> NoReturn:
     for name in config["preload"]:
         importlib.import_module(name)
     del os.environ[FORK_SERVER_LOG_VARIABLE]
+    _log(f"ready at {wall_clock()}")
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_read, False)
     os.set_blocking(wake_write, False)
@@ -404,7 +407,7 @@ def serve(config: dict[str, Any]) -> NoReturn:
                     continue
                 if message["op"] == "hello":
                     client.pid = message["pid"]
-                    _log(f"serving pid {client.pid}")
+                    _log(f"serving pid {client.pid} from {wall_clock()}")
                     try:
                         _send(sock, hello)
                     except OSError:  # gone already

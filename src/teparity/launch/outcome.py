@@ -71,6 +71,13 @@ def rerun_line() -> str:
     return f"re-run: python -m pytest {shlex.quote(nodeid)} -p no:xdist"
 
 
+def wall_clock() -> str:
+    """The time of day to the millisecond, which a run's logs (ranks, fork server) stamp their events with, so
+    that one run's processes can be laid on one timeline."""
+    now = time.time()
+    return f"{time.strftime('%H:%M:%S', time.localtime(now))}.{int(now * 1000) % 1000:03d}"
+
+
 def task_line(label: str, seconds: float) -> str:
     """What a rank logs when a run ends: which function it ran and for how long (``bench`` sums them)."""
     return f"teparity rank task: {label} {seconds:.2f} s"

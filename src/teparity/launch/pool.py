@@ -59,6 +59,7 @@ from teparity.launch.outcome import (
     qualified_name,
     rerun_line,
     task_line,
+    wall_clock,
 )
 from teparity.launch.forkserver import (
     FORK_SERVER_VARIABLE,
@@ -113,7 +114,7 @@ def _pool_rank_main(conn: Any, rank: int, workdir: str, parent_pid: int | None, 
         except EOFError:  # the parent is gone
             os._exit(0)
         number, fn, args, label, group = task
-        print(f"=== teparity task {number}: {label}", flush=True)
+        print(f"=== teparity task {number}: {label} (from {wall_clock()})", flush=True)
         clock = time.monotonic()
         try:
             if group != joined:

@@ -26,7 +26,7 @@ MODES = ("fresh", "warm", "forked")
 _STARTUP_LINE = re.compile(r"^teparity (?:rank \d+ start-up|rank preload|fork server preload): (.+)$", re.M)
 _PHASE = re.compile(r"([A-Za-z_. ]+?) (\d+(?:\.\d+)?) s(?:,|$)")
 #: ``teparity.launch.forkserver``: a process that connected to the fork server to fork its ranks there.
-_SERVED_LINE = re.compile(r"^teparity fork server: serving pid \d+$", re.M)
+_SERVED_LINE = re.compile(r"^teparity fork server: serving pid \d+\b", re.M)
 #: ``teparity.launch.outcome.task_line``: the function a rank ran and its seconds.
 _TASK_LINE = re.compile(r"^teparity rank task: (\S+) (\d+(?:\.\d+)?) s$", re.M)
 
