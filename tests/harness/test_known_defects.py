@@ -153,6 +153,16 @@ SIGNATURES: dict[str, tuple[BaseException, Environment, list[tuple[str, BaseExce
             ("numbers differ", _parted(), _env(legacy_te_error=CPU_OFFLOAD)),
         ],
     ),
+    "functional-executor-loses-te-from-te-2.10": (
+        SilentFallback("0 of 3", executor="functional", claimed=0, linears=3),
+        _env(legacy_te_error=CPU_OFFLOAD),
+        [
+            ("some linears held", SilentFallback("1 of 3", executor="functional", claimed=1, linears=3), _env(legacy_te_error=CPU_OFFLOAD)),
+            ("the legacy module imports TE fine", SilentFallback("0 of 3", executor="functional", claimed=0, linears=3), _env()),
+            ("another import error", SilentFallback("0 of 3", executor="functional", claimed=0, linears=3), _env(legacy_te_error="No module named x")),
+            ("numbers differ", _parted(), _env(legacy_te_error=CPU_OFFLOAD)),
+        ],
+    ),
     "grad-accumulation-fp8-state-per-cache-entry": (
         _parted(),
         _env(),

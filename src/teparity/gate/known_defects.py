@@ -156,6 +156,11 @@ def _legacy_lost_te(evidence: dict[str, Any], env: Environment) -> bool:
     return evidence["claimed"] == 0 and "CPUOffloadEnabled" in failed
 
 
+def _functional_lost_te_with_the_legacy_checker(evidence: dict[str, Any], env: Environment) -> bool:
+    legacy = env.executors.get("legacy")
+    return evidence["claimed"] == 0 and legacy is not None and "CPUOffloadEnabled" in (legacy.te_imports_failed or "")
+
+
 def _fp8_state_per_cache_entry(evidence: dict[str, Any], env: Environment) -> bool:
     micro = evidence["micro_batches"]
     entries = [n for by_case in (evidence["cache_entries"] or {}).values() for n in by_case.values()]
@@ -354,6 +359,8 @@ _CPU_BUILDS_RUN = "docs/results/cpu-trace-builds-37d5c96"
 _RELEASES_RUN_TE29 = "docs/results/h200-te2.9.0-seventh/call1-28d36b3"
 #: thunder 0.2.5 and 0.2.6.dev20251019 with TE 2.20.2 (pairs no run had named): the legacy executor's lost TE.
 _NEW_PAIRS_RUN_TE220 = "docs/results/h200-te2.20.2-ninth/call1-c71c746"
+#: thunder 0.2.2, 0.2.3, 0.2.4, 0.2.5.dev20250803 and 0.2.7.dev20251214 with TE 2.20.2 (pairs no run had named).
+_NEW_PAIRS_RUN_TE220_TENTH = "docs/results/h200-te2.20.2-tenth/call1-84520fd"
 #: thunder 0.2.2 .. 0.2.6, 0.2.6.dev20251019 and two weekly builds with TE 2.9.0 at 363ddd5.
 _RELEASES_RUN_TE29_NINTH = "docs/results/h200-te2.9.0-ninth/call1-363ddd5"
 #: The GPU bisects of entries' bounds with TE 2.9.0, each judged by its entry alone (``bisect --entry``).
@@ -386,6 +393,26 @@ REGISTRY: tuple[KnownDefect, ...] = (
         seen=(_MATRIX_RUN, "docs/results/h200-te2.12.0", "docs/results/h200-x2-te2.12.0",
               "docs/results/h200-x2-te2.16.1-thunder0.2.6", "docs/results/h200-x2-te2.20.2-thunder0.2.6",
               _NEW_PAIRS_RUN_TE220),
+    ),
+    KnownDefect(
+        id="functional-executor-loses-te-from-te-2.10",
+        summary="the functional TE executor of thunder 0.2.3 .. 0.2.5.dev20250824 claims no linear with TE 2.10+: it "
+        "asks the legacy executor's checker, which declines every linear there",
+        executors=("functional",),
+        checks=_TE_RUNS,
+        thunder=">=0.2.3,<=0.2.5.dev20250824",
+        te=">=2.10",
+        failure=SilentFallback,
+        matches=_functional_lost_te_with_the_legacy_checker,
+        signature="no linear is held by TE and the legacy executor module's own TE import error names CPUOffloadEnabled",
+        cause="thunder/executors/transformer_engine_v2ex_impl.py imports _linear_checker from "
+        "thunder/executors/transformer_engineex.py (the legacy executor), which returns False unless that module's "
+        "TE_AVAILABLE; with TE 2.10+ its CPUOffloadEnabled import fails (legacy-executor-loses-te-from-te-2.10), so "
+        "the functional executor declines every linear too. The import is in every build from 0.2.3 (the functional "
+        "executor's first) to 0.2.5.dev20250824 and gone from 0.2.5.dev20250831 on, read in the wheels "
+        "(docs/results/wheels-functional-borrows-legacy-checker); run with TE 2.20.2 on 0.2.3, 0.2.4 and "
+        "0.2.5.dev20250803, where 0.2.5 and 0.2.6.dev20251019 claimed every linear",
+        seen=(_NEW_PAIRS_RUN_TE220_TENTH, _NEW_PAIRS_RUN_TE220),
     ),
     KnownDefect(
         id="grad-accumulation-fp8-state-per-cache-entry",
