@@ -8,7 +8,9 @@
 # functional-fp8-group-ignored and functional-checkpointing-updates-fp8-state-twice, the fixes of
 # functional-checkpointing-saves-te-linears and functional-thunderfx-checkpointing-backward-unbound, and the fix
 # of functional-amax-not-reduced-across-ranks between the builds the ninth session left. Run from the
-# repository root on the device with $OUT and TEPARITY_COMMIT set; writes summary.txt and *.tgz under $OUT.
+# repository root on the device with $OUT and TEPARITY_COMMIT set. A call returns at most 8 files, so everything
+# goes to $OUT/out.tgz (packed again after each phase, so that a cut-off call still returns what ran), with
+# install.log and summary.txt beside it.
 export PYTHONUNBUFFERED=1
 source .gpu/te-2.9.0/install_bundle.sh .gpu/te-2.9.0 /tmp/site > $OUT/install.log 2>&1
 BASE=$PYTHONPATH
@@ -26,14 +28,15 @@ r() {
     timeout $lim env PYTHONPATH=$th:$BASE:$PWD/src python3 -m pytest $G --basetemp=/tmp/bt-$n --teparity-report /tmp/rep/$n.json "$@" > /tmp/$n.log 2>&1
     echo "rc=$? wall=$(( ($(date +%s%N)-s)/1000000 )) ms"
     grep -E "^teparity: (world|known)|teparity time|passed|failed|error" /tmp/$n.log | tail -4; } > /tmp/sum/$n.txt
-  cp /tmp/sum/$n.txt /tmp/rep/$n.json /tmp/$n.log $OUT/ 2>/dev/null
 }
+# keep: pack what ran so far into $OUT/out.tgz
+keep() { cat /tmp/sum/*.txt > $OUT/summary.txt; (cd /tmp && tar czf $OUT/out.tgz sum rep bis *.log 2>/dev/null); }
 { nproc; nvidia-smi -L; date +%T; } > /tmp/sum/00-machine.txt
 vmstat -t 1 > /tmp/vmstat.txt 2>&1 & VM=$!
 r 01-th022 /tmp/th/0.2.2 200 -n 5 & a=$!; r 01-th023 /tmp/th/0.2.3 200 -n 5 & b=$!; r 01-th024 /tmp/th/0.2.4 200 -n 5 & c=$!
-wait $a $b $c
+wait $a $b $c; keep
 r 02-th025 /tmp/th/0.2.5 200 -n 5 & a=$!; r 02-th026 /tmp/none 200 -n 5 & b=$!; r 02-th026pre /tmp/th/0.2.6.dev20251019 200 -n 5 & c=$!
-wait $a $b $c
+wait $a $b $c; keep
 N=tests/numerics/test_numerics_parity.py F=tests/features/test_feature_parity.py P=tests/ddp/test_ddp_parity.py
 # b NAME ENTRY GOOD BAD NODEID: one bisect, its log in /tmp/bis/NAME
 b() {
@@ -41,7 +44,6 @@ b() {
   timeout $lim env PYTHONPATH=$BASE:$PWD/src python3 -m teparity bisect --entry $2 --wheels /tmp/wheels --good $3 --bad $4 \
     --workdir /tmp/bis/$1 -- "$5" -p no:xdist -p no:cacheprovider > /tmp/bis/$1.out 2>&1
   echo "rc=$?" >> /tmp/bis/$1.out
-  cp /tmp/bis/$1.out $OUT/; cp /tmp/bis/$1/bisect.json $OUT/$1.json 2>/dev/null
 }
 pids=()
 b miscount-from legacy-executor-miscounts-te-2.9-saved-tensors 0.2.1 0.2.2 "$N::test_thunder_matches_eager_te[legacy-delayed]" & pids+=($!)
@@ -52,8 +54,5 @@ b thunderfx-fix functional-thunderfx-checkpointing-backward-unbound 0.2.5 0.2.4 
 b unreduced-fix functional-amax-not-reduced-across-ranks 0.2.5.dev20250824 0.2.5.dev20250810 "$P::test_first_ddp_step_matches_torch_ddp[functional]" & pids+=($!)
 wait "${pids[@]}"
 kill $VM
-cat /tmp/sum/*.txt > $OUT/summary.txt
+keep
 for f in /tmp/bis/*.out; do echo "== $(basename $f .out)"; tail -25 $f; done >> $OUT/summary.txt
-cd /tmp/rep && tar czf $OUT/reports.tgz *.json
-cd /tmp/bis && tar czf $OUT/bisects.tgz *.out */bisect.json */bisect.txt $(find . -name "*.json" -o -name "*.log")
-cd /tmp && tar czf $OUT/logs.tgz vmstat.txt *.log
