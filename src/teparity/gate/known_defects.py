@@ -367,6 +367,9 @@ _RELEASES_RUN_TE29_NINTH = "docs/results/h200-te2.9.0-ninth/call1-363ddd5"
 _ENTRY_BISECTS_TE29 = "docs/results/h200-te2.9.0-ninth/call2-363ddd5-bisects"
 #: Two GPU fix bisects from 0.2.5.dev20250803 with TE 2.9.0 (the call's time ran out in the second one).
 _FIX_BISECTS_TE29 = "docs/results/h200-te2.9.0-ninth/call3-b98ccf1-fix-bisects"
+#: thunder 0.2.2 .. 0.2.6 and 0.2.6.dev20251019 with TE 2.9.0 at 04f6fc3 (each exit 0), and six entry bisects.
+_RELEASES_RUN_TE29_TENTH = "docs/results/h200-te2.9.0-tenth/call1-04f6fc3"
+_TENTH_BISECTS_TE29 = f"{_RELEASES_RUN_TE29_TENTH}/bisects"
 #: The legacy sync scenarios' checks: they run the legacy executor's TE linears where TE is installed.
 _LEGACY_SYNC = ("bwd-sync-placement", "bwd-sync-runs-once", "fwd-has-no-sync")
 #: Seen with TE 2.9.0 only: the TE bound of the entries first seen there stops at the next release.
@@ -478,16 +481,20 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "ignoring fp8_autocast's group",
         executors=("functional",),
         checks=_FP8_GROUPS,
-        thunder=">=0.2.5,<0.2.8",
+        thunder=">=0.2.5.dev20250824,<0.2.8",
         te=">=2.9,<2.21",
         failure=ReducedOutsideTheGroup,
         matches=_group_ignored,
         signature="thunder's FP8 state is identical on every rank (reduced over the world) where eager TE's "
         "differs between fp8 groups, and the executor's update does not ask TE for the group",
         cause="thunder/executors/transformer_engineex_impl.py _te_fp8_amax_and_scale_update_impl all-reduces "
-        "state.amax_history over _get_default_group() (since thunder PR #2404, 0.2.5)",
+        "state.amax_history over _get_default_group() (since thunder PR #2404). A GPU bisect with TE 2.9.0: "
+        "0.2.5.dev20250817 keeps the groups apart, 0.2.5.dev20250824 does not; before it the amaxes were not "
+        "reduced across ranks at all (functional-amax-not-reduced-across-ranks, fixed in the same build)",
         seen=(_MATRIX_RUN, "docs/results/h200-te2.9.0-thunder0.2.6", "docs/results/h200-te2.12.0",
-              "docs/results/h200-x2-te2.9.0-thunder0.2.6", "docs/results/h200-x4-te2.9.0-thunder0.2.6"),
+              "docs/results/h200-x2-te2.9.0-thunder0.2.6", "docs/results/h200-x4-te2.9.0-thunder0.2.6",
+              _RELEASES_RUN_TE29_TENTH),
+        bounds=(BisectedBound("thunder", ">=0.2.5.dev20250824", f"{_TENTH_BISECTS_TE29}/group-from/bisect.json"),),
     ),
     KnownDefect(
         id="ddp-transform-rejects-input-grad",
@@ -520,7 +527,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "saves: every TE linear raises ValueError in the computation trace",
         executors=("legacy",),
         checks=_TE_RUNS + _LEGACY_SYNC,
-        thunder=">=0.2.2,<=0.2.4.dev20250622",
+        thunder=">=0.2.2.dev0,<=0.2.4.dev20250622",
         te=_SEEN_TE29,
         failure=(PartedFromEager, RanksFailed, ThunderRunRaised),
         matches=_legacy_unpack_at_te_linear,
@@ -536,8 +543,10 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "legacy executor runs on TE 2.9.0; that this change is the fix was not shown. Seen with TE 2.9.0 only. The legacy "
         "sync scenarios' ranks raise it too (bwd-sync-*, fwd-has-no-sync: seen at 363ddd5). A GPU bisect of the fix: "
         "0.2.4.dev20250608 .. 0.2.4.dev20250622 still show it, 0.2.4 does not (PEP 440 keeps 0.2.4's dev builds out of "
-        "`<0.2.4`, hence the bound by build)",
-        seen=(_VERSIONS_RUN_TE29, _RELEASES_RUN_TE29, _RELEASES_RUN_TE29_NINTH),
+        "`<0.2.4`, hence the bound by build). Where it starts: the GPU bisect from 0.2.1 finds 0.2.2.dev0 (the first "
+        "build after 0.2.1 on the index) bad and 0.2.1 hiding it behind another failure of its own (its thunder "
+        "side raises otherwise: bisects/miscount-from), so the range starts at the first build that can show it",
+        seen=(_VERSIONS_RUN_TE29, _RELEASES_RUN_TE29, _RELEASES_RUN_TE29_NINTH, _RELEASES_RUN_TE29_TENTH),
         bounds=(BisectedBound("thunder", "<=0.2.4.dev20250622", f"{_ENTRY_BISECTS_TE29}/miscount-fix/bisect.json"),),
     ),
     KnownDefect(
@@ -671,11 +680,11 @@ REGISTRY: tuple[KnownDefect, ...] = (
     ),
     KnownDefect(
         id="functional-amax-not-reduced-across-ranks",
-        summary="before thunder 0.2.5 the functional TE executor does not all-reduce amaxes across data-parallel "
+        summary="before thunder 0.2.5.dev20250824 the functional TE executor does not all-reduce amaxes across data-parallel "
         "ranks: each rank's FP8 scales follow its own data",
         executors=("functional",),
         checks=("ddp", "ddp-first-step", "ddp-llama"),
-        thunder=">=0.2.3,<=0.2.5.dev20250810",
+        thunder=">=0.2.3,<=0.2.5.dev20250817",
         te=_SEEN_TE29,
         failure=PartedFromEager,
         matches=_ranks_part_unreduced,
@@ -683,28 +692,33 @@ REGISTRY: tuple[KnownDefect, ...] = (
         cause="transformer_engine_v2ex_impl.py (0.2.3, 0.2.4) updates each recipe state from its own amax history; "
         "the all-reduce of state.amax_history over the default group came with thunder PR #2404 (0.2.5), the one "
         "that teparity's mutant functional-no-cross-rank-reduction removes. Eager TE reduces amaxes over the "
-        "fp8_autocast group. Seen on 0.2.3, 0.2.4 and the weekly builds 0.2.5.dev20250803 and 0.2.5.dev20250810 with TE 2.9.0; "
-        "0.2.5.dev20250824 and 0.2.5 are clean. A GPU fix bisect was cut off before it ran 0.2.5.dev20250817, so the "
-        "range ends at the last build seen with it",
+        "fp8_autocast group. Seen on 0.2.3, 0.2.4 and the weekly builds 0.2.5.dev20250803 .. 0.2.5.dev20250817 with TE "
+        "2.9.0. A GPU fix bisect: 0.2.5.dev20250817 is the last build with it, 0.2.5.dev20250824 the first without, "
+        "the build where functional-fp8-group-ignored starts (the all-reduce over the default group)",
         seen=(_VERSIONS_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86", _RELEASES_RUN_TE29_NINTH,
-              _FIX_BISECTS_TE29),
+              _FIX_BISECTS_TE29, _RELEASES_RUN_TE29_TENTH),
+        bounds=(BisectedBound("thunder", "<=0.2.5.dev20250817", f"{_TENTH_BISECTS_TE29}/unreduced-fix/bisect.json"),),
     ),
     KnownDefect(
         id="functional-checkpointing-saves-te-linears",
-        summary="before thunder 0.2.5 thunder.jit under activation checkpointing recomputes none of the functional "
+        summary="up to thunder 0.2.5.dev20250629 thunder.jit under activation checkpointing recomputes none of the functional "
         "executor's TE linears: the checkpointed region keeps its activations",
         executors=("functional",),
         checks=("activation-checkpointing",),
-        thunder=">=0.2.3,<0.2.5",
+        thunder=">=0.2.3,<=0.2.5.dev20250629",
         te=_SEEN_TE29,
         failure=TraceInvariantBroken,
         matches=_checkpointed_linears_not_recomputed,
         signature="the only broken trace invariant is recomputed-te-linears, with no forward TE linear recomputed in "
         "the backward trace",
-        cause="seen, not read in source: the functional executor's _te_activation_checkpointing_transform first "
-        "ships in 0.2.5; on 0.2.3 and 0.2.4 (TE 2.9.0) the backward trace of a torch.utils.checkpoint region "
-        "holds no te_functional_linear_fwd, so the region's TE linears are saved, not recomputed",
-        seen=(_VERSIONS_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86"),
+        cause="seen, not read in source: on 0.2.3, 0.2.4 and 0.2.5.dev20250629 (TE 2.9.0) the backward trace of a "
+        "torch.utils.checkpoint region holds no te_functional_linear_fwd, so the region's TE linears are saved, not "
+        "recomputed. 0.2.5.dev20250706 .. 0.2.5.dev20250803 recompute them, and show "
+        "functional-checkpointing-updates-fp8-state-twice instead; the executor's own checkpointing transform "
+        "ships in 0.2.5.dev20250810 (docs/results/wheels-functional-checkpointing-transform), clean on the GPU. "
+        "A GPU fix bisect (bisects/ckpt-saves-fix) was cut off, every build it ran between 0.2.4 and 0.2.5.dev20250810 "
+        "hidden by that other defect; 0.2.5.dev20250629 showed this one as a near miss in bisects/twice-from",
+        seen=(_VERSIONS_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86", _RELEASES_RUN_TE29_TENTH),
     ),
     KnownDefect(
         id="functional-thunderfx-checkpointing-backward-unbound",
@@ -721,16 +735,20 @@ REGISTRY: tuple[KnownDefect, ...] = (
         cause="seen, not read in source: thunder.backward_fn passes te_functional_linear_bwd a quantized forward "
         "tensor (t29 on 0.2.3, t30 on 0.2.4) that no line of the backward defines, and in the case with a GELU "
         "between the linears reads the activation's forward input (t69, at a torch.mul) that it never recomputes; "
-        "the functional executor's checkpointing transform (0.2.5+) is absent",
-        seen=(_VERSIONS_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86", _RELEASES_RUN_TE29),
+        "the functional executor's checkpointing transform (first in 0.2.5.dev20250810: docs/results/wheels-"
+        "functional-checkpointing-transform) is absent. A GPU fix bisect (bisects/thunderfx-fix) was cut off: "
+        "0.2.5.dev20250810 is clean, 0.2.5.dev20250706 .. 0.2.5.dev20250803 show "
+        "functional-checkpointing-updates-fp8-state-twice instead, 0.2.5.dev20250629 did not run",
+        seen=(_VERSIONS_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86", _RELEASES_RUN_TE29,
+              _RELEASES_RUN_TE29_TENTH),
     ),
     KnownDefect(
         id="functional-checkpointing-updates-fp8-state-twice",
-        summary="on the weekly build 0.2.5.dev20250803, under activation checkpointing, the backward's recomputation "
+        summary="on the weekly builds 0.2.5.dev20250706 .. 0.2.5.dev20250803, under activation checkpointing, the backward's recomputation "
         "updates a forward FP8 state the forward already updated that step",
         executors=("functional",),
         checks=("activation-checkpointing",),
-        thunder=">=0.2.5.dev20250803,<=0.2.5.dev20250803",
+        thunder=">=0.2.5.dev20250706,<=0.2.5.dev20250803",
         te=_SEEN_TE29,
         failure=TraceInvariantBroken,
         matches=_recompute_updates_the_forward_state_again,
@@ -738,11 +756,13 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "forward trace and once in a backward trace",
         cause="seen, not read in source: the backward trace of a checkpointed region updates (te_fp8_amax_and_scale_update) "
         "the FP8 states that the forward trace created and updated, where eager TE updates each state once a step; "
-        "both thunder.jit and thunderfx, both recipes. Seen on 0.2.5.dev20250803; a GPU fix bisect found "
-        "0.2.5.dev20250810 clean. 0.2.4 has no functional checkpointing transform (functional-checkpointing-saves-te-"
-        "linears); the builds between it and 0.2.5.dev20250803 have not run, so the lower bound is the first build "
-        "seen with it, not bisected: an older build that shows it is a near miss naming this entry",
-        seen=(_RELEASES_RUN_TE29_NINTH, _FIX_BISECTS_TE29),
+        "both thunder.jit and thunderfx, both recipes. The executor's _te_activation_checkpointing_transform first "
+        "ships in 0.2.5.dev20250810 (read in the wheels: docs/results/wheels-functional-checkpointing-transform), "
+        "and a GPU fix bisect found that build clean. Where it starts (GPU, TE 2.9.0, bisects/twice-from): "
+        "0.2.5.dev20250706 is the first build with it; 0.2.5.dev20250629 still recomputes no TE linear (a near miss "
+        "of functional-checkpointing-saves-te-linears), so it cannot update a state twice, and 0.2.4 has that defect "
+        "in its range; the bisect log ends without a boundary for that reason",
+        seen=(_RELEASES_RUN_TE29_NINTH, _FIX_BISECTS_TE29, _RELEASES_RUN_TE29_TENTH),
         bounds=(BisectedBound("thunder", "<=0.2.5.dev20250803", f"{_FIX_BISECTS_TE29}/twice-last.json"),),
     ),
 )
