@@ -370,6 +370,8 @@ _FIX_BISECTS_TE29 = "docs/results/h200-te2.9.0-ninth/call3-b98ccf1-fix-bisects"
 #: thunder 0.2.2 .. 0.2.6 and 0.2.6.dev20251019 with TE 2.9.0 at 04f6fc3 (each exit 0), and six entry bisects.
 _RELEASES_RUN_TE29_TENTH = "docs/results/h200-te2.9.0-tenth/call1-04f6fc3"
 _TENTH_BISECTS_TE29 = f"{_RELEASES_RUN_TE29_TENTH}/bisects"
+#: The weekly builds those bisects moved into or out of ranges, with TE 2.9.0 at db1ecfc.
+_WEEKLIES_RUN_TE29_TENTH = "docs/results/h200-te2.9.0-tenth/call2-db1ecfc"
 #: The legacy sync scenarios' checks: they run the legacy executor's TE linears where TE is installed.
 _LEGACY_SYNC = ("bwd-sync-placement", "bwd-sync-runs-once", "fwd-has-no-sync")
 #: Seen with TE 2.9.0 only: the TE bound of the entries first seen there stops at the next release.
@@ -722,11 +724,11 @@ REGISTRY: tuple[KnownDefect, ...] = (
     ),
     KnownDefect(
         id="functional-thunderfx-checkpointing-backward-unbound",
-        summary="before thunder 0.2.5 a checkpointed region compiled with thunderfx fails in its backward: the "
+        summary="up to thunder 0.2.5.dev20250629 a checkpointed region compiled with thunderfx fails in its backward: the "
         "backward reads a forward tensor (a TE linear's output, an activation's input) that it never computes",
         executors=("functional",),
         checks=("activation-checkpointing",),
-        thunder=">=0.2.3,<0.2.5",
+        thunder=">=0.2.3,<=0.2.5.dev20250629",
         te=_SEEN_TE29,
         failure=PartedFromEager,
         matches=_recompute_reads_an_unbound_forward_tensor,
@@ -738,9 +740,10 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "the functional executor's checkpointing transform (first in 0.2.5.dev20250810: docs/results/wheels-"
         "functional-checkpointing-transform) is absent. A GPU fix bisect (bisects/thunderfx-fix) was cut off: "
         "0.2.5.dev20250810 is clean, 0.2.5.dev20250706 .. 0.2.5.dev20250803 show "
-        "functional-checkpointing-updates-fp8-state-twice instead, 0.2.5.dev20250629 did not run",
+        "functional-checkpointing-updates-fp8-state-twice instead; the gate on 0.2.5.dev20250629 failed both thunderfx "
+        "cases as near misses of this entry (h200-te2.9.0-tenth/call2-db1ecfc), so the range ends there",
         seen=(_VERSIONS_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86", _RELEASES_RUN_TE29,
-              _RELEASES_RUN_TE29_TENTH),
+              _RELEASES_RUN_TE29_TENTH, _WEEKLIES_RUN_TE29_TENTH),
     ),
     KnownDefect(
         id="functional-checkpointing-updates-fp8-state-twice",
