@@ -13,12 +13,6 @@ matrix=()
 for v in 2.9.0 2.10.0 2.11.0 2.12.0 2.13.0 2.14.1 2.15.0 2.16.1 2.17.1 2.18.0 2.19.0 2.20.2; do
   matrix+=($R/h200-matrix-8a03814/te-$v/gate.json $R/h200-matrix-8a03814/te-$v/gate-thdev.json)
 done
-h200=(
-  $R/h200-te2.9.0-thunder0.2.6/call1-ca5596c/gate.json
-  $R/h200-te2.9.0-thunder0.2.6/call5-e13ee2b/numerics.json
-  $R/h200-te2.12.0/call3-ca5596c/gate.json
-  $R/h200-te2.12.0/call3-ca5596c/gate-thdev.json
-)
 gpu=(
   $R/h200-x2-te2.9.0-thunder0.2.6/gate.json
   $R/h200-x2-te2.12.0/gate.json $R/h200-x2-te2.12.0/ddp-gloo-2.json $R/h200-x2-te2.12.0/ddp-gloo-4.json
@@ -43,7 +37,8 @@ gpu4=(
   echo "Columns: check groups; cells: pass, or FAIL / XPASS / known / skip with footnotes that say what"
   echo "failed, which registered upstream defect it was ([known-defects.md](known-defects.md)) or why it"
   echo "skipped. An empty cell: no check of that group for that executor in that run. Left out: the runs at"
-  echo "f9083e5 (TE 2.20.2), 3b7a751 (six TE releases) and 89202c6 (TE 2.9.0, 2.12.0), superseded by later runs"
+  echo "f9083e5 (TE 2.20.2), 3b7a751 (six TE releases), 89202c6 (TE 2.9.0, 2.12.0) and the fresh-rank runs of"
+  echo "ca5596c and e13ee2b (TE 2.9.0, 2.12.0 with thunder 0.2.6 and 0.2.7.dev20260201), superseded by later runs"
   echo "of the same stacks below; their READMEs under docs/results/ still hold them."
   echo
   echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130: the version matrix at 8a03814"
@@ -53,23 +48,27 @@ gpu4=(
   echo
   "$PY" -m teparity matrix "${matrix[@]}"
   echo
-  echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130: TE 2.9.0 with eight thunder builds at 363ddd5"
+  echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130: TE 2.9.0 with eleven thunder builds at 04f6fc3 and db1ecfc"
   echo
-  echo "thunder 0.2.2, 0.2.3, 0.2.4, the weekly build 0.2.5.dev20250803, 0.2.5, 0.2.6.dev20251019, 0.2.6 and the weekly"
-  echo "build 0.2.7.dev20251214 with TE 2.9.0, forked ranks, 2 gloo ranks. The FAIL cells are what the registry did"
-  echo "not cover at 363ddd5: the legacy miscount on 0.2.2 and 0.2.3 in the legacy sync scenarios, and on"
-  echo "0.2.5.dev20250803 a near miss and a defect no run had shown; b98ccf1 registers both from these reports"
-  echo "(results/h200-te2.9.0-ninth/README.md). Left out: the same releases at 28d36b3 (results/h200-te2.9.0-seventh)."
+  echo "thunder 0.2.2, 0.2.3, 0.2.4, 0.2.5, 0.2.6.dev20251019 and 0.2.6 at 04f6fc3, each exit 0; the weekly builds"
+  echo "0.2.2.dev0, 0.2.5.dev20250629, 0.2.5.dev20250706, 0.2.5.dev20250817 and 0.2.5.dev20250824 at db1ecfc, after"
+  echo "the bisects of 04f6fc3 moved registry ranges. Their one FAIL cell is 0.2.5.dev20250629's thunderfx"
+  echo "checkpointing, two near misses of functional-thunderfx-checkpointing-backward-unbound that 656e586 covers"
+  echo "(results/h200-te2.9.0-tenth/README.md). Forked ranks, 2 gloo ranks. Left out: the same releases at 363ddd5"
+  echo "(results/h200-te2.9.0-ninth) and 28d36b3 (results/h200-te2.9.0-seventh)."
   echo
-  "$PY" -m teparity matrix --along thunder $R/h200-te2.9.0-ninth/call1-363ddd5/th02{2,3,4,5w,5,6pre,6,7w}.json
+  "$PY" -m teparity matrix --along thunder $R/h200-te2.9.0-tenth/call1-04f6fc3/{01-th022,01-th023,01-th024,02-th025,02-th026pre,02-th026}.json $R/h200-te2.9.0-tenth/call2-db1ecfc/th-0.2.*.json
   echo
-  echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130: TE 2.20.2 at 28d36b3 and c71c746"
+  echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130: TE 2.20.2 at c71c746 and 84520fd"
   echo
-  echo "The whole gate on thunder 0.2.7.dev20260201 (two runs) and 0.2.6 at 28d36b3; on 0.2.5 and 0.2.6.dev20251019"
-  echo "at c71c746, pairs no earlier run named: their FAIL cells are near misses of legacy-executor-loses-te-from-te-2.10,"
-  echo "whose range 363ddd5 widened to every thunder build. Forked ranks, 2 gloo ranks."
+  echo "thunder 0.2.5 and 0.2.6.dev20251019 at c71c746: their FAIL cells are near misses of"
+  echo "legacy-executor-loses-te-from-te-2.10, whose range 363ddd5 widened to every thunder build. At 84520fd: 0.2.2,"
+  echo "0.2.3, 0.2.4, 0.2.5.dev20250803, 0.2.6 and the weekly builds 0.2.7.dev20251214 and 0.2.7.dev20260201, pairs"
+  echo "no earlier run named but the last two; the functional FAIL cells of 0.2.3, 0.2.4 and 0.2.5.dev20250803 are"
+  echo "the defect 3112c4f registers from these reports (functional-executor-loses-te-from-te-2.10), not re-run"
+  echo "since. Forked ranks, 2 gloo ranks. Left out: 0.2.6 and 0.2.7.dev20260201 at 28d36b3 (results/h200-te2.20.2-seventh)."
   echo
-  "$PY" -m teparity matrix --along thunder $R/h200-te2.20.2-ninth/call1-c71c746/06-th025.json $R/h200-te2.20.2-ninth/call1-c71c746/06-th026pre.json $R/h200-te2.20.2-seventh/call2-28d36b3/th026.json $R/h200-te2.20.2-seventh/call2-28d36b3/dev{1,2}.json
+  "$PY" -m teparity matrix --along thunder $R/h200-te2.20.2-ninth/call1-c71c746/06-th025.json $R/h200-te2.20.2-ninth/call1-c71c746/06-th026pre.json $R/h200-te2.20.2-tenth/call1-84520fd/{08-th022,08-th023,08-th024,09-th025w,05-026-new,09-th027w,03-dev-new}.json
   echo
   echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130: TE 1.8.0 with thunder 0.2.0.dev20240728 at ce65f32"
   echo
@@ -79,15 +78,6 @@ gpu4=(
   echo "first in every process."
   echo
   "$PY" -m teparity matrix $R/h200-te1.8.0-thunder0.2.0.dev20240728/gate.json $R/h200-te1.8.0-thunder0.2.0.dev20240728/ftfirst.json
-  echo
-  echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130, earlier commits (superseded)"
-  echo
-  echo "Fresh ranks. The functional executor is judged against eager TE on TE's Python scale update here. The"
-  echo 'numerics-only report comes from a later commit (fp32 + bias in its own check); its sibling'
-  echo '`numerics-thdev`, partial (interrupted, one item unfinished), is left out. Each report'"'"'s exit status and'
-  echo "commit are in its JSON."
-  echo
-  "$PY" -m teparity matrix "${h200[@]}"
   echo
   echo "## GPU: 2 x H200 (sm_90), torch 2.11.0+cu130, before the registry (superseded)"
   echo
