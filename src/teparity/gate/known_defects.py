@@ -151,14 +151,11 @@ def _before_release(version: str | None, specifier: str) -> str:
 # -- predicates: each reads only the evidence its failure type carries ----------------------------
 
 
-def _legacy_lost_te(evidence: dict[str, Any], env: Environment) -> bool:
+def _legacy_module_lost_te(evidence: dict[str, Any], env: Environment) -> bool:
+    """No linear held, and the legacy executor module's TE import names CPUOffloadEnabled: its checker declines
+    every linear, for the legacy executor and for the functional one of the builds that borrow it."""
     failed = env.executors["legacy"].te_imports_failed or ""
     return evidence["claimed"] == 0 and "CPUOffloadEnabled" in failed
-
-
-def _functional_lost_te_with_the_legacy_checker(evidence: dict[str, Any], env: Environment) -> bool:
-    legacy = env.executors.get("legacy")
-    return evidence["claimed"] == 0 and legacy is not None and "CPUOffloadEnabled" in (legacy.te_imports_failed or "")
 
 
 def _fp8_state_per_cache_entry(evidence: dict[str, Any], env: Environment) -> bool:
@@ -386,7 +383,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         thunder=">=0.2.0.dev0,<0.2.7",
         te=">=2.10",
         failure=SilentFallback,
-        matches=_legacy_lost_te,
+        matches=_legacy_module_lost_te,
         signature="no linear is held by TE and the executor module's own TE import error names CPUOffloadEnabled",
         cause="thunder/executors/transformer_engine_v1ex.py (transformer_engineex.py before 0.2.6.dev20250928) imports "
         "CPUOffloadEnabled from transformer_engine.pytorch.cpu_offload inside try/except; TE 2.10 removed that name, "
@@ -408,7 +405,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         thunder=">=0.2.3,<=0.2.5.dev20250824",
         te=">=2.10",
         failure=SilentFallback,
-        matches=_functional_lost_te_with_the_legacy_checker,
+        matches=_legacy_module_lost_te,
         signature="no linear is held by TE and the legacy executor module's own TE import error names CPUOffloadEnabled",
         cause="thunder/executors/transformer_engine_v2ex_impl.py imports _linear_checker from "
         "thunder/executors/transformer_engineex.py (the legacy executor), which returns False unless that module's "
