@@ -73,6 +73,23 @@ def test_repeat_names_each_test_that_changed_with_the_runs_that_saw_each_version
     assert not repeating.repeat(2, [], tmp_path, progress=lambda line: None)[1], "runs that tested nothing agreed"
 
 
+def test_a_repeat_cut_off_keeps_what_its_finished_runs_saw(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deadline that ends the repeat during its second run (a fake runner): repeat.json still holds the
+    first, and says the repeat is not stable, having run 1 of the 3 asked for."""
+    steady = _report(("t::a", "pass", "max|d| 0"))
+
+    def runner(*args, **kwargs) -> GateRun:
+        if (tmp_path / "repeat.json").exists():
+            raise KeyboardInterrupt("the deadline")
+        return GateRun(None, 0, "", steady)
+
+    monkeypatch.setattr("teparity.tools.killmatrix.run_gate", runner)
+    with pytest.raises(KeyboardInterrupt):
+        repeating.repeat(3, ["tests/trace"], tmp_path, progress=lambda line: None)
+    kept = json.loads((tmp_path / "repeat.json").read_text())
+    assert kept["asked"] == 3 and [run["run"] for run in kept["runs"]] == [1] and not kept["stable"]
+
+
 @pytest.mark.multirank
 def test_bench_of_the_trace_tier_is_identical_and_says_where_start_up_went(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]

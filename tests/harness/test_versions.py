@@ -14,6 +14,7 @@ from packaging.version import Version
 
 from teparity.stack.envprobe import ForkCheck, environment, fork_verdict
 from teparity.stack.versions import (
+    COMPILER_MODULES,
     Environment,
     ExecutorInfo,
     GpuInfo,
@@ -293,15 +294,17 @@ def test_a_ddp_transform_that_rejects_an_input_requiring_grad_is_named(thunder: 
     ("te", "nvml", "stages"),
     [
         (None, "1", (("torch", "thunder"),)),
-        ("2.9.0", "1", (("torch", "transformer_engine.pytorch"),)),
-        ("2.9.0", None, (("torch", "transformer_engine.pytorch"),)),
+        ("2.9.0", "1", (("torch", "transformer_engine.pytorch"), COMPILER_MODULES)),
+        ("2.9.0", None, (("torch", "transformer_engine.pytorch"), COMPILER_MODULES)),
     ],
 )
 def test_thunder_is_preloaded_before_the_fork_only_without_te_whatever_the_nvml_check(
     te: str | None, nvml: str | None, stages: tuple[tuple[str, ...], ...], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With TE installed, a child forked after thunder's import cannot use CUDA, the NVML check or not (seen
-    on the H200): the fork server imports torch and TE only."""
+    on the H200): the fork server imports torch, TE and torch's compiler (which the probe keeps only where
+    its child still runs CUDA), never thunder."""
+    assert not any(m.startswith("thunder") for m in COMPILER_MODULES)
     from teparity.stack import versions
 
     real = versions.installed_version

@@ -1,17 +1,20 @@
-"""The environment teparity gives its ranks, unless the user set the variable: one OpenMP thread and
-in-process inductor compiles.
+"""The environment teparity gives its ranks, unless the user set the variable: one OpenMP thread,
+in-process inductor compiles, and torch's NVML-based CUDA check.
 
 Why the threads: a GPU gate run at ``-n 12`` holds about 24 rank processes on 16 cores. Left to their
 defaults, each sized its intra-op pool to every core, and each that compiled anything (TE's
 ``torch.compile``d amax update, thunder's torch.compile fusions) started its own inductor compile pool (a
 sidecar process with one worker per core). torchrun sets ``OMP_NUM_THREADS=1`` for the same reason.
 
-Not ``PYTORCH_NVML_BASED_CUDA_CHECK=1``: it was a default for a while, so that a fork server could preload
-thunder, but on the H200 a child forked after thunder's import still could not use CUDA (docs/facts.md, the
-ninth session).
+Why the NVML check (``PYTORCH_NVML_BASED_CUDA_CHECK=1``): inductor's import calls ``torch.cuda.is_available()``
+(``torch/_inductor/runtime/benchmarking.py``), which otherwise asks the CUDA runtime for the device count,
+and torch then marks every child forked later unfit for CUDA. With it the count comes from NVML, so the fork
+server can import inductor's compiler once for all its ranks (``teparity.stack.versions.fork_stages``; the
+environment probe checks on each machine that a child forked after it still runs CUDA). It does not make
+thunder's import fork-safe where TE is installed (docs/facts.md, the ninth session).
 
-Neither changes what is computed: inductor emits the same kernels in-process, and both sides of a pair
-run with the same threads.
+None of them changes what is computed: inductor emits the same kernels in-process, both sides of a pair
+run with the same threads, and the NVML check only changes how ``is_available`` counts the GPUs.
 """
 
 from __future__ import annotations
@@ -19,7 +22,11 @@ from __future__ import annotations
 import os
 
 #: The variables teparity sets for its ranks when the environment does not, and their values.
-DEFAULTS: dict[str, str] = {"OMP_NUM_THREADS": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1"}
+DEFAULTS: dict[str, str] = {
+    "OMP_NUM_THREADS": "1",
+    "TORCHINDUCTOR_COMPILE_THREADS": "1",
+    "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
+}
 
 
 def apply_defaults() -> frozenset[str]:

@@ -30,10 +30,11 @@ def _first_line(error: BaseException) -> str:
 
 
 def import_forkable(modules: tuple[str, ...]) -> list[str]:
-    """Import ``modules``, as a fork server does before it forks ranks; each step's time, as the ranks log
-    theirs (``"import torch 2.91 s"``). An import
-    that fails is left to the next importer (the probe's import checks, every rank), which raises it with
-    its whole traceback."""
+    """Import ``modules``, as a fork server does before it forks ranks, then fill triton's cache key where
+    inductor is among them (a hash of triton's files that inductor computes once per process, on its first
+    compile; pure file reading); each step's time, as the ranks log theirs (``"import torch 2.91 s"``). An
+    import that fails is left to the next importer (the probe's import checks, every rank), which raises it
+    with its whole traceback."""
     import importlib
     import time
 
@@ -45,6 +46,16 @@ def import_forkable(modules: tuple[str, ...]) -> list[str]:
         except Exception:
             pass
         timings.append(f"import {name} {time.monotonic() - clock:.2f} s")
+    if "torch._inductor.compile_fx" in modules and "torch._inductor.compile_fx" in sys.modules:
+        clock = time.monotonic()
+        try:
+            from torch._inductor.runtime.triton_compat import HAS_TRITON, triton_key
+
+            if HAS_TRITON:
+                triton_key()
+                timings.append(f"triton key {time.monotonic() - clock:.2f} s")
+        except Exception:  # another torch's layout: each rank computes it itself
+            pass
     return timings
 
 
@@ -179,14 +190,15 @@ def _found_at() -> list[str | None]:
 
 
 def _cache_path() -> Path:
-    """One cache file per interpreter, location and version of each system under test, visible GPUs and
-    probe code."""
+    """One cache file per interpreter, location and version of each system under test, visible GPUs, CUDA
+    check and probe code."""
     probe_code = [Path(__file__).read_bytes(), Path(sys.modules[Versions.__module__].__file__).read_bytes()]
     key = json.dumps(
         [
             sys.executable,
             _found_at(),
             os.environ.get("CUDA_VISIBLE_DEVICES"),
+            os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK"),  # whether inductor's import leaves fork usable
             vars(Versions.installed()),
             hashlib.sha256(b"".join(probe_code)).hexdigest(),
         ]

@@ -4,7 +4,9 @@ A gate that gives another verdict, or other numbers, on an unchanged stack is a 
 Every run's parity report is kept; the command lists each test whose verdict or evidence (what it compared
 and how far apart the sides were, the run's own temporary paths masked) changed between runs, with the
 runs that saw each version of it, and fails if any did or if the exit statuses differ. ``repeat.json``
-holds each run's seconds, exit status and test count, the changed tests, and the environment.
+holds each run's seconds, exit status and test count, the changed tests, and the environment. It is written
+after every run, so a repeat cut off by a deadline keeps what its finished runs saw (``asked`` says how many
+runs were asked for; it is not ``stable`` until all of them ran and agreed).
 """
 
 from __future__ import annotations
@@ -29,20 +31,29 @@ def repeat(count: int, pytest_args: list[str], workdir: Path, progress: Callable
         seconds = round(time.monotonic() - start, 1)
         runs.append({"run": number, "seconds": seconds, "exitstatus": run.returncode, "report": run.report})
         progress(f"run {number}/{count}: {seconds} s, exit {run.returncode}, {len(verdicts(run.report))} tests reported")
+        result, stable = _judge(runs, count, pytest_args)
+        # After every run, so that a repeat cut off by a deadline still says what its finished runs saw.
+        (workdir / "repeat.json").write_text(json.dumps(result, indent=2) + "\n")
+    return result, stable
+
+
+def _judge(runs: list[dict[str, Any]], count: int, pytest_args: list[str]) -> tuple[dict[str, Any], bool]:
+    """repeat.json's content for the runs so far (``count`` asked for), and whether they all agreed; runs
+    still to come leave it unstable."""
     reports = [run["report"] for run in runs]
     changed = {node: _versions(node, reports) for node in differing_tests(*reports)}
     tests = len(verdicts(reports[0]))
-    stable = tests > 0 and not changed and len({run["exitstatus"] for run in runs}) == 1
+    stable = len(runs) == count and tests > 0 and not changed and len({run["exitstatus"] for run in runs}) == 1
     result = {
         "runs": [{key: run[key] for key in ("run", "seconds", "exitstatus")} | {"tests": len(verdicts(run["report"]))}
                  for run in runs],
+        "asked": count,
         "stable": stable,
         "tests": tests,
         "changed": changed,
         "pytest_args": pytest_args,
         "environment": reports[-1].get("environment", {}),
     }
-    (workdir / "repeat.json").write_text(json.dumps(result, indent=2) + "\n")
     return result, stable
 
 
