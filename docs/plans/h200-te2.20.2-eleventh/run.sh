@@ -32,15 +32,19 @@ keep() { cat /tmp/sum/*.txt > $OUT/summary.txt; (cd /tmp && tar czf $OUT/out.tgz
 { nproc; nvidia-smi -L; date +%T; } > /tmp/sum/00-machine.txt
 vmstat -t 1 > /tmp/vmstat.txt 2>&1 & VM=$!
 # 1. a forked rank's first FP8 step, idle machine, under the NVML check: after stage 1, then after stage 2
-PYTORCH_NVML_BASED_CUDA_CHECK=1 python3 $HERE/first_step.py 1 /tmp/diag/stage1 2> /tmp/diag/stage1.err
-PYTORCH_NVML_BASED_CUDA_CHECK=1 python3 $HERE/first_step.py 2 /tmp/diag/stage2 2> /tmp/diag/stage2.err
+# (skipped on a warm machine that has run it: the first call ran it, then hung at step 2's bare `wait`)
+if [ ! -e /tmp/diag/stage2.json ]; then
+  PYTORCH_NVML_BASED_CUDA_CHECK=1 python3 $HERE/first_step.py 1 /tmp/diag/stage1 2> /tmp/diag/stage1.err
+  PYTORCH_NVML_BASED_CUDA_CHECK=1 python3 $HERE/first_step.py 2 /tmp/diag/stage2 2> /tmp/diag/stage2.err
+fi
 cat /tmp/diag/stage*.json > /tmp/sum/01-first-step.txt; keep
 # 2. the environment probes (each cached by its CUDA check), side by side
+pids=()
 for e in PYTORCH_NVML_BASED_CUDA_CHECK=0 TEPARITY_PLAIN=1; do
-  (timeout 120 env $e PYTHONPATH=$DEV:$BASE:$PWD/src python3 -m pytest $G --co -q -p no:xdist > /tmp/probe-dev-${e%%=*}.log 2>&1) &
-  (timeout 120 env $e PYTHONPATH=$BASE:$PWD/src python3 -m pytest $G --co -q -p no:xdist > /tmp/probe-026-${e%%=*}.log 2>&1) &
+  (timeout 120 env $e PYTHONPATH=$DEV:$BASE:$PWD/src python3 -m pytest $G --co -q -p no:xdist > /tmp/probe-dev-${e%%=*}.log 2>&1) & pids+=($!)
+  (timeout 120 env $e PYTHONPATH=$BASE:$PWD/src python3 -m pytest $G --co -q -p no:xdist > /tmp/probe-026-${e%%=*}.log 2>&1) & pids+=($!)
 done
-wait
+wait "${pids[@]}"
 # 3. the whole gate, -n 12: the compiler preloaded (TEPARITY_PLAIN=1 is a no-op name) against not, alternating
 OLD=PYTORCH_NVML_BASED_CUDA_CHECK=0 NEW=TEPARITY_PLAIN=1
 r 02-dev-new $DEV 100 $NEW -n 12; r 03-dev-old $DEV 100 $OLD -n 12; r 04-dev-new $DEV 100 $NEW -n 12; keep
