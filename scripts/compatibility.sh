@@ -59,16 +59,17 @@ gpu4=(
   echo
   "$PY" -m teparity matrix --along thunder $R/h200-te2.9.0-tenth/call1-04f6fc3/{01-th022,01-th023,01-th024,02-th025,02-th026pre,02-th026}.json $R/h200-te2.9.0-tenth/call2-db1ecfc/th-0.2.*.json
   echo
-  echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130: TE 2.20.2 at c71c746 and 84520fd"
+  echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130: TE 2.20.2 at c71c746, 84520fd, 8f1324f and 7db54e2"
   echo
   echo "thunder 0.2.5 and 0.2.6.dev20251019 at c71c746: their FAIL cells are near misses of"
-  echo "legacy-executor-loses-te-from-te-2.10, whose range 363ddd5 widened to every thunder build. At 84520fd: 0.2.2,"
-  echo "0.2.3, 0.2.4, 0.2.5.dev20250803, 0.2.6 and the weekly builds 0.2.7.dev20251214 and 0.2.7.dev20260201, pairs"
-  echo "no earlier run named but the last two; the functional FAIL cells of 0.2.3, 0.2.4 and 0.2.5.dev20250803 are"
-  echo "the defect 3112c4f registers from these reports (functional-executor-loses-te-from-te-2.10), not re-run"
-  echo "since. Forked ranks, 2 gloo ranks. Left out: 0.2.6 and 0.2.7.dev20260201 at 28d36b3 (results/h200-te2.20.2-seventh)."
+  echo "legacy-executor-loses-te-from-te-2.10, whose range 363ddd5 widened to every thunder build; not re-run since."
+  echo "At 84520fd: 0.2.2 and the weekly build 0.2.7.dev20251214. At 8f1324f (eleventh session): 0.2.6 and"
+  echo "0.2.7.dev20260201. At 7db54e2: 0.2.3, 0.2.4, 0.2.5.dev20250803 and 0.2.5.dev20250817, each exit 0 now that"
+  echo "functional-executor-loses-te-from-te-2.10 is registered (84520fd's reports of the first three, which found it,"
+  echo "are left out; results/h200-te2.20.2-tenth/ holds them). Forked ranks, 2 gloo ranks. Left out: 0.2.6 and"
+  echo "0.2.7.dev20260201 at 28d36b3 (results/h200-te2.20.2-seventh) and 84520fd (results/h200-te2.20.2-tenth)."
   echo
-  "$PY" -m teparity matrix --along thunder $R/h200-te2.20.2-ninth/call1-c71c746/06-th025.json $R/h200-te2.20.2-ninth/call1-c71c746/06-th026pre.json $R/h200-te2.20.2-tenth/call1-84520fd/{08-th022,08-th023,08-th024,09-th025w,05-026-new,09-th027w,03-dev-new}.json
+  "$PY" -m teparity matrix --along thunder $R/h200-te2.20.2-ninth/call1-c71c746/06-th025.json $R/h200-te2.20.2-ninth/call1-c71c746/06-th026pre.json $R/h200-te2.20.2-tenth/call1-84520fd/{08-th022,09-th027w}.json $R/h200-te2.20.2-eleventh/call3-7db54e2/09-th{023,024,025w0803,025w0817}.json $R/h200-te2.20.2-eleventh/call2-8f1324f/{05-026-new,04-dev-new}.json
   echo
   echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130: TE 1.8.0 with thunder 0.2.0.dev20240728 at ce65f32"
   echo
@@ -94,13 +95,14 @@ gpu4=(
   echo
   "$PY" -m teparity matrix "${gpu4[@]}"
   echo
-  echo "## CPU: trace tier on 21 thunder builds at 5765293, no TransformerEngine (every FP8 check skips)"
+  echo "## CPU: trace tier on 38 thunder builds at 5765293 and 7db54e2, no TransformerEngine (every FP8 check skips)"
   echo
   echo "The 2-core CPU runner, one build at a time, torch 2.4.1 for the 2024 builds and 2.11.0 from 0.2.1 on"
-  echo "(results/cpu-trace-builds-5765293/README.md). It covers every build of the earlier CPU matrix at acd2c34"
+  echo "(results/cpu-trace-builds-5765293/README.md, results/cpu-trace-builds-7db54e2/README.md: 17 weekly builds no"
+  echo "run had named, each exit 0). It covers every build of the earlier CPU matrix at acd2c34"
   echo "(results/cpu-trace-matrix/) and of the run at 37d5c96 that found legacy-backward-sync-dropped-by-delayed-split"
-  echo "(results/cpu-trace-builds-37d5c96/), both left out here; ten of its builds no run before this session named."
+  echo "(results/cpu-trace-builds-37d5c96/), both left out here."
   echo
-  "$PY" -m teparity matrix --along thunder $R/cpu-trace-builds-5765293/th*.json
+  "$PY" -m teparity matrix --along thunder $R/cpu-trace-builds-5765293/th*.json $R/cpu-trace-builds-7db54e2/th*.json
 } > "$OUT"
 echo "wrote $OUT"

@@ -340,3 +340,19 @@ def test_the_fork_server_preloads_the_stages_whose_child_ran_and_the_probe_says_
     assert (verdict["fork_note"] is None) == (note is None)
     if note is not None:
         assert note in verdict["fork_note"] and "thunder" in verdict["fork_note"] and "only" in verdict["fork_note"]
+
+
+@pytest.mark.parametrize("variable", ["CUDA_VISIBLE_DEVICES", "PYTORCH_NVML_BASED_CUDA_CHECK"])
+def test_the_probe_cache_is_one_per_setting_that_decides_what_forks(variable: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under ``PYTORCH_NVML_BASED_CUDA_CHECK=0`` the compiler stage cannot be forked after, under ``=1`` it can
+    (eleventh session), and visible GPUs decide what the probe reads: a probe cached under one setting must
+    not answer for another."""
+    from teparity.stack import envprobe
+
+    paths = set()
+    for value in ("0", "1"):
+        monkeypatch.setenv(variable, value)
+        paths.add(envprobe._cache_path())
+    monkeypatch.delenv(variable)
+    paths.add(envprobe._cache_path())
+    assert len(paths) == 3, paths
