@@ -22,9 +22,13 @@ from teparity.tools.bisect import PACKAGES, UsageError, valid_version
 
 
 def doctor() -> int:
+    """What the gate would see here: the probe runs in the ranks' environment (``launch.rank_env``), as the
+    gate's does, so its verdict is the gate's and its cache is the one the gate's next run reads."""
     from teparity.gate.ranks import default_backend
+    from teparity.launch import rank_env
     from teparity.stack.envprobe import environment
 
+    set_here = rank_env.apply_defaults()
     env = environment()
     print(env.versions.describe())
     print("GPUs:", ", ".join(g.describe() for g in env.gpus) or "none")
@@ -39,6 +43,12 @@ def doctor() -> int:
     for tier, reason in tiers.items():
         print(f"{tier}: {'runs' if reason is None else 'skips: ' + reason}")
     print(f"multi-rank backend for 2 ranks: {default_backend(2)}")
+    if env.fork_error:
+        print(f"forked ranks: no, warm ranks instead: {env.fork_error}")
+    else:
+        print(f"forked ranks: the fork server imports {', '.join(env.fork_modules)}"
+              + (f"; {env.fork_note}" if env.fork_note else ""))
+    print("rank environment:", ", ".join(f"{k}={v}" for k, v in rank_env.in_force(set_here).items()))
     return 0
 
 

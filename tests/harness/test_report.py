@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -178,5 +179,11 @@ def test_doctor_says_what_runs_here() -> None:
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "teparity", "doctor"], capture_output=True, text=True, check=True).stdout
+    from teparity.launch import rank_env
+
+    # The environment the gate's ranks get, so that doctor probes (and caches) what the gate will read.
+    clean = {k: v for k, v in os.environ.items() if k not in rank_env.DEFAULTS}
+    out = subprocess.run([sys.executable, "-m", "teparity", "doctor"], capture_output=True, text=True, check=True, env=clean).stdout
     assert "trace tier (tests/trace): " in out and "multi-rank backend for 2 ranks: " in out
+    assert "forked ranks: the fork server imports torch, thunder" in out, out
+    assert "PYTORCH_NVML_BASED_CUDA_CHECK=1 (teparity default)" in out, out
