@@ -46,8 +46,7 @@ def doctor() -> int:
     if env.fork_error:
         print(f"forked ranks: no, warm ranks instead: {env.fork_error}")
     else:
-        print(f"forked ranks: the fork server imports {', '.join(env.fork_modules)}"
-              + (f"; {env.fork_note}" if env.fork_note else ""))
+        print(f"forked ranks: the fork server imports {env.fork_preload()}")
     print("rank environment:", ", ".join(f"{k}={v}" for k, v in rank_env.in_force(set_here).items()))
     return 0
 

@@ -364,7 +364,7 @@ def _ranks_label(config: pytest.Config) -> str:
         from teparity.launch import pool
 
         env = _environment()
-        imports = ", ".join(env.fork_modules) + (f"; {env.fork_note}" if env.fork_note else "")
+        imports = env.fork_preload()
         if _fork_server_failure:
             return f"forked ranks (a fork server per process, each importing {imports}: {_fork_server_failure})"
         server = pool.started_server()

@@ -316,8 +316,9 @@ def test_thunder_is_preloaded_before_the_fork_only_without_te_whatever_the_nvml_
     assert fork_stages() == stages
 
 
-#: A second stage as a machine where thunder's import left fork usable would keep it (none seen with TE).
-BASE, FULL = ("torch", "transformer_engine.pytorch"), ("torch", "transformer_engine.pytorch", "thunder", "thunder.dynamo")
+#: The two stages where TE is installed: torch and TE, then torch's compiler.
+BASE = ("torch", "transformer_engine.pytorch")
+FULL = BASE + COMPILER_MODULES
 
 
 @pytest.mark.parametrize(
@@ -329,7 +330,7 @@ BASE, FULL = ("torch", "transformer_engine.pytorch"), ("torch", "transformer_eng
         ([ForkCheck(BASE, True, None)], True, (), "unfit for CUDA", None),
         ([ForkCheck(BASE, True, None)], False, BASE, None, None),
     ],
-    ids=["all-stages", "thunder-unfit", "thunder-op-fails", "none", "unfit-without-a-gpu"],
+    ids=["all-stages", "compiler-unfit", "compiler-op-fails", "none", "unfit-without-a-gpu"],
 )
 def test_the_fork_server_preloads_the_stages_whose_child_ran_and_the_probe_says_why_not_more(
     checks: list[ForkCheck], has_gpu: bool, modules: tuple[str, ...], error: str | None, note: str | None
@@ -339,7 +340,7 @@ def test_the_fork_server_preloads_the_stages_whose_child_ran_and_the_probe_says_
     assert verdict["fork_error"] is None if error is None else error in verdict["fork_error"]
     assert (verdict["fork_note"] is None) == (note is None)
     if note is not None:
-        assert note in verdict["fork_note"] and "thunder" in verdict["fork_note"] and "only" in verdict["fork_note"]
+        assert note in verdict["fork_note"] and "torch._dynamo" in verdict["fork_note"] and "only" in verdict["fork_note"]
 
 
 @pytest.mark.parametrize("variable", ["CUDA_VISIBLE_DEVICES", "PYTORCH_NVML_BASED_CUDA_CHECK"])

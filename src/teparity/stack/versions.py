@@ -389,6 +389,10 @@ class Environment:
     #: Why a later stage is left out of ``fork_modules``, or None.
     fork_note: str | None = None
 
+    def fork_preload(self) -> str:
+        """What the fork server imports here, and why no more (the header's and ``doctor``'s words)."""
+        return ", ".join(self.fork_modules) + (f"; {self.fork_note}" if self.fork_note else "")
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Environment:
         return cls(
