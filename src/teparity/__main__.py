@@ -2,7 +2,8 @@
 reports merged into a markdown compatibility table), ``kill-matrix`` (the gate clean and under each
 applicable mutation from teparity.tools.mutations), ``known-defects`` (the registry as markdown), ``bench``
 (the gate with fresh, warm and forked ranks: wall times, ratios, identical verdicts), ``repeat`` (the
-gate N times: every verdict or number that changed), ``bisect`` (the first thunder build or TE release
+gate N times: every verdict or number that changed), ``serve`` (a command whose pytest runs fork their
+ranks from one fork server), ``bisect`` (the first thunder build or TE release
 between a good and a bad one whose verdict changes) and ``durations`` (the expected test durations that
 order a run under ``-n``, from parity reports' timelines)."""
 
@@ -125,6 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     again = commands.add_parser("repeat", usage="%(prog)s [options] N -- PYTEST ARGS", help="the gate N times in a row: every test whose verdict or evidence changed")
     again.add_argument("count", type=_at_least_two, metavar="N", help="how many runs (N >= 2)")
     again.add_argument("--workdir", type=Path, help="repeat.json, every report and log (default: a new temp dir)")
+    again.add_argument("--server-per-run", action="store_true",
+                       help="each run starts its own fork server, as a lone run does (default: one serves every run)")
+    serving = commands.add_parser("serve", usage="%(prog)s [options] -- COMMAND [ARGS]",
+                                  help="run COMMAND (a shell, a script) with one fork server for every pytest run it starts")
+    serving.add_argument("--workdir", type=Path, help="the fork server's socket and log (default: a new temp dir)")
     bisecting = commands.add_parser("bisect", usage="%(prog)s [options] --good BUILD --bad BUILD -- PYTEST ARGS", help="the first build between a good and a bad one whose gate verdict changes")
     bisecting.add_argument("--package", choices=PACKAGES, default="lightning-thunder")
     bisecting.add_argument("--good", required=True, type=valid_version, help="a build that passes the tests")
@@ -141,15 +147,19 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     ours, pytest_args = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     args = parser.parse_args(ours)
-    if pytest_args and args.command not in ("bench", "repeat", "bisect"):
+    if pytest_args and args.command not in ("bench", "repeat", "bisect", "serve"):
         parser.error(f"{args.command} takes no pytest arguments after --")
+    if args.command == "serve":
+        if not pytest_args:
+            serving.error("name the command to run after --, e.g. -- bash")
+        return serve_command(pytest_args, args.workdir)
     if args.command == "bisect":
         try:
             return bisect_command(args.package, args.good, args.bad, pytest_args, args.wheels, args.workdir, args.entry)
         except UsageError as error:
             bisecting.error(str(error))
     if args.command == "repeat":
-        return repeat_command(args.count, pytest_args, args.workdir)
+        return repeat_command(args.count, pytest_args, args.workdir, args.server_per_run)
     if args.command == "bench":
         return bench_command(pytest_args, args.workdir, args.modes, args.warmup)
     if args.command == "doctor":
@@ -210,11 +220,11 @@ def bench_command(pytest_args: list[str], workdir: Path | None, modes: tuple[str
     return 0 if identical else 1
 
 
-def repeat_command(count: int, pytest_args: list[str], workdir: Path | None) -> int:
+def repeat_command(count: int, pytest_args: list[str], workdir: Path | None, server_per_run: bool = False) -> int:
     from teparity.tools.repeat import repeat
 
     workdir = _workdir(workdir, "teparity-repeat-")
-    result, stable = repeat(count, pytest_args, workdir, progress=_progress)
+    result, stable = repeat(count, pytest_args, workdir, progress=_progress, server_per_run=server_per_run)
     if stable:
         print(f"{count} runs, {result['tests']} tests: no verdict or evidence changed")
     else:
@@ -226,6 +236,28 @@ def repeat_command(count: int, pytest_args: list[str], workdir: Path | None) -> 
                 print(f"    runs {version['runs']}: {version['outcome']}: {version['evidence'][:200]}")
     print(f"repeat.json: {workdir / 'repeat.json'}")
     return 0 if stable else 1
+
+
+def serve_command(command: list[str], workdir: Path | None) -> int:
+    """``command``'s exit status, after running it with one fork server named to every pytest run it starts;
+    Ctrl-C is the command's to handle (this process waits for it, then ends the server)."""
+    import signal
+    import subprocess
+
+    from teparity.tools.served import served
+
+    workdir = _workdir(workdir, "teparity-serve-")
+    with served("python -m teparity serve", workdir) as server:
+        _progress(f"teparity serve: fork server pid {server.pid} (log {server.log}) for the pytest runs of: "
+                  f"{' '.join(command)}")
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            return subprocess.call(command, env=server.env)
+        except OSError as error:
+            _progress(f"python -m teparity serve: cannot run {command[0]}: {error.strerror or error}")
+            return 127
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
 
 def bisect_command(package: str, good: str, bad: str, pytest_args: list[str], wheels: Path | None, workdir: Path | None,

@@ -147,27 +147,47 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """In the process that starts a run with forked ranks (the xdist controller, or a lone pytest), start
-    the run's one fork server now: its imports of torch and TE then overlap collection and the environment
-    probe, and every worker forks its ranks from it (``teparity.launch.forkserver``)."""
-    global _fork_server_failure
+    """In the process that starts a run with forked ranks (the xdist controller, or a lone pytest), choose
+    the run's one fork server now: the one a command that runs pytest several times started before this run
+    (``python -m teparity serve``, ``repeat``, ``bench``'s served mode), where it fits this run, else one
+    started now, whose imports of torch and TE then overlap collection and the environment probe. Every
+    worker forks its ranks from it (``teparity.launch.forkserver``)."""
+    global _fork_server_failure, _outer_server_refused
     config = session.config
-    if (config.getoption("teparity_ranks") != "forked" or hasattr(config, "workerinput") or config.option.collectonly
-            or config.option.help):
+    if config.option.collectonly or config.option.help:
+        return
+    if config.getoption("teparity_ranks") != "forked" or hasattr(config, "workerinput"):
         return
     from teparity.gate.ranks import FORK_PRELOAD
     from teparity.launch.forkserver import FORK_SERVER_VARIABLE
-    from teparity.launch.pool import start_fork_server
+    from teparity.launch.pool import fork_server_for_run
 
     try:
-        start_fork_server(FORK_PRELOAD, config._tmp_path_factory.getbasetemp() / "forkserver")
+        _outer_server_refused = fork_server_for_run(FORK_PRELOAD, config._tmp_path_factory.getbasetemp() / "forkserver")
     except OSError as error:  # each process that forks ranks then starts a server of its own
-        os.environ.pop(FORK_SERVER_VARIABLE, None)  # not an outer run's, whose environment is not this one
+        os.environ.pop(FORK_SERVER_VARIABLE, None)
         _fork_server_failure = f"the run's fork server did not start: {type(error).__name__}: {error}"
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """At the first collected test that runs ranks, in a process that runs tests (an xdist worker, a lone
+    pytest), start its ranks in the background (forked or warm ranks): their start-up and prologue then
+    overlap the rest of collection, not the first test."""
+    config = item.config
+    if (_PRESTARTED not in config.stash and "rank_runner" in getattr(item, "fixturenames", ())
+            and not config.option.collectonly and not config.pluginmanager.has_plugin("dsession")):
+        config.stash[_PRESTARTED] = True
+        if config.getoption("teparity_ranks") != "fresh":
+            _rank_runner(config).prestart(_world_size(config))
+
+
+_PRESTARTED = pytest.StashKey[bool]()
 
 
 #: Why the run has no fork server of its own (each process then starts one), or None.
 _fork_server_failure: str | None = None
+#: Why the fork server named to this run by the command that started it was not taken, or None.
+_outer_server_refused: str | None = None
 #: The rank environment variables that this process set (``teparity.launch.rank_env``); the others were given.
 _rank_env_set: frozenset[str] = frozenset()
 
@@ -367,21 +387,37 @@ def _ranks_label(config: pytest.Config) -> str:
         imports = env.fork_preload()
         if _fork_server_failure:
             return f"forked ranks (a fork server per process, each importing {imports}: {_fork_server_failure})"
-        server = pool.started_server()
-        return f"forked ranks (one fork server for the run{f', pid {server.process.pid}' if server else ''}, imports {imports})"
+        if (server := pool.started_server()) is not None:
+            refused = f"; {_outer_server_refused}" if _outer_server_refused else ""
+            return f"forked ranks (one fork server for the run, pid {server.process.pid}, imports {imports}{refused})"
+        if (outer := pool.adopted_server()) is not None:
+            return (f"forked ranks (the fork server of {outer.owner}, pid {outer.pid}, started before this run and "
+                    f"shared with the runs it starts, imports {imports})")
+        return f"forked ranks (one fork server for the run, imports {imports})"
     return f"{mode} ranks"
 
 
 @pytest.fixture(scope="session")
-def rank_runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, backend: str) -> RankRunner:
+def rank_runner(request: pytest.FixtureRequest) -> RankRunner:
     """``runner(fn, *args, world_size=N)``: the session's ranks (``--teparity-ranks``; torchrun's own
     processes under torchrun), its deadline and backend, work directories under pytest's tmp dir."""
-    from teparity.gate.ranks import rank_runner
+    return _rank_runner(request.config)
 
-    return rank_runner(
-        _ranks(request.config)[0], backend, request.config.getoption("teparity_timeout"),
-        lambda: tmp_path_factory.mktemp("ranks"), concurrent=request.config.getoption("teparity_sides") == "side-by-side",
-    )
+
+_RUNNER = pytest.StashKey["RankRunner"]()
+
+
+def _rank_runner(config: pytest.Config) -> RankRunner:
+    """The session's one runner (the fixture's, and the one whose ranks start before the first test)."""
+    if _RUNNER not in config.stash:
+        from teparity.gate.ranks import rank_runner
+
+        factory = config._tmp_path_factory
+        config.stash[_RUNNER] = rank_runner(
+            _ranks(config)[0], _backend(config), config.getoption("teparity_timeout"), lambda: factory.mktemp("ranks"),
+            concurrent=config.getoption("teparity_sides") == "side-by-side",
+        )
+    return config.stash[_RUNNER]
 
 
 @pytest.fixture
@@ -480,6 +516,7 @@ class ParityReporter:
             "harness_deadline_s": self.config.getoption("teparity_timeout"),
             "ranks": ranks,
             "ranks_not_forked": not_forked,
+            "launch": _ranks_label(self.config),
             "sides": self.config.getoption("teparity_sides"),
             "injected": self.config.getoption("teparity_inject"),
             "fp8": env.fp8_reason() or "yes",

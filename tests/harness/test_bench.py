@@ -101,12 +101,18 @@ def test_bench_of_the_trace_tier_is_identical_and_says_where_start_up_went(tmp_p
     )
     assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-4000:]
     result = json.loads((tmp_path / "bench.json").read_text())
-    assert result["identical"] and result["tests"] > 0 and result["exitstatus"] == {"fresh": 0, "warm": 0, "forked": 0}
-    fresh, warm, forked = (result["startup"][mode] for mode in ("fresh", "warm", "forked"))
+    assert result["identical"] and result["tests"] > 0
+    assert result["exitstatus"] == {"fresh": 0, "warm": 0, "forked": 0, "served": 0}, result["exitstatus"]
+    fresh, warm, forked, served = (result["startup"][mode] for mode in ("fresh", "warm", "forked", "served"))
     for mode in (fresh, warm, forked):
         assert {"import torch", "process group", "import thunder"} <= mode["seconds"].keys(), result["startup"]
-    assert fresh["processes"] >= warm["processes"] == forked["processes"] > 0, result["startup"]
+    assert fresh["processes"] >= warm["processes"] == forked["processes"] == served["processes"] > 0, result["startup"]
     assert forked["fork_servers"] == 1 and warm["fork_servers"] == 0, result["startup"]
+    # served: the ranks came from the bench's own fork server, which imported torch and thunder before any run.
+    pid = result["served_fork_server"]["pid"]
+    assert served["fork_servers"] == 0 and served["seconds"]["import thunder"] == 0.0, result["startup"]
+    assert f"the fork server of python -m teparity bench, pid {pid}," in result["launch"]["served"], result["launch"]
+    assert "one fork server for the run" in result["launch"]["forked"], result["launch"]
     # The fork server imported torch and thunder once for all the forked ranks.
     assert forked["seconds"]["import thunder"] < warm["seconds"]["import thunder"], result["startup"]
     assert "rank processes and 1 fork servers started" in completed.stderr

@@ -56,9 +56,17 @@ def test_options_around_repeats_count_are_its_own_and_what_follows_the_dashes_is
     from teparity import __main__ as cli
 
     seen = {}
-    monkeypatch.setattr(cli, "repeat_command", lambda count, args, workdir: seen.update(count=count, args=args, workdir=workdir) or 0)
+    monkeypatch.setattr(cli, "repeat_command", lambda count, args, workdir, per_run: seen.update(
+        count=count, args=args, workdir=workdir, per_run=per_run) or 0)
     assert cli.main([*words, "--", "-n", "2", "tests/trace", "--", "x"]) == 0
-    assert seen == {"count": 3, "args": ["-n", "2", "tests/trace", "--", "x"], "workdir": Path("W")}
+    assert seen == {"count": 3, "args": ["-n", "2", "tests/trace", "--", "x"], "workdir": Path("W"), "per_run": False}
+
+
+def test_serve_without_a_command_is_a_usage_error_and_a_missing_command_exits_127() -> None:
+    done = subprocess.run([sys.executable, "-m", "teparity", "serve"], capture_output=True, text=True)
+    assert done.returncode == 2 and "name the command to run after --" in done.stderr and "Traceback" not in done.stderr, done
+    done = subprocess.run([sys.executable, "-m", "teparity", "serve", "--", "teparity-no-such-command"], capture_output=True, text=True)
+    assert done.returncode == 127 and "cannot run teparity-no-such-command" in done.stderr and "Traceback" not in done.stderr, done
 
 
 def test_pytest_arguments_for_a_command_that_runs_no_pytest_are_a_usage_error() -> None:

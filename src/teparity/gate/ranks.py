@@ -30,6 +30,8 @@ class RankRunner(Protocol):
 
     def side_by_side(self, calls: Sequence[Call], *, world_size: int) -> list[list[Any]]: ...
 
+    def prestart(self, world_size: int) -> None: ...
+
 
 def default_backend(world_size: int) -> Backend:
     """NCCL with one GPU per rank when there are enough GPUs, else gloo (docs/design.md, "Backend")."""
@@ -72,6 +74,20 @@ class _Runner:
             [(in_rank, (fn, *args), qualified_name(fn)) for fn, args in batch], world_size=world_size,
             backend=chosen, timeout=self.timeout, workdir=self.workdir(), prologue=preload,
             fork_preload=FORK_PRELOAD if self.mode == "forked" else None)]
+
+
+    def prestart(self, world_size: int) -> None:
+        """Start the ranks of this process's first ``world_size``-rank runs now, in the background (forked and
+        warm ranks; ``teparity.launch.pool.prestart``), so that their start-up and prologue (thunder's import,
+        CUDA's) overlap the collection of the tests."""
+        from teparity.inrank.task import preload
+        from teparity.launch.pool import prestart
+        from teparity.launch.torchrun import torchrun_world
+
+        if self.mode == "fresh" or torchrun_world() is not None:
+            return
+        prestart(world_size=world_size, backend=self.backend if world_size > 1 else "gloo", timeout=self.timeout,
+                 workdir=self.workdir(), prologue=preload, fork_preload=FORK_PRELOAD if self.mode == "forked" else None)
 
 
 def rank_runner(mode: Mode, backend: Backend, timeout: float, workdir: Callable[[], Path], *,

@@ -7,8 +7,8 @@ Why our own and not multiprocessing's ``forkserver``: that one is private to the
 one speaks over a Unix socket with public APIs only (``socket.send_fds``, ``os.fork``), so any process of
 the run can reach it through ``FORK_SERVER_VARIABLE``.
 
-Lifetime: the process that starts the server (``start_server``; the pytest controller, or a lone process)
-owns it. The server dies with its owner (``PR_SET_PDEATHSIG``, so a SIGKILLed owner takes it along) and
+Lifetime: the process that starts the server (``start_server``; the pytest controller, a lone process, or a
+command that runs pytest several times: ``teparity.tools.served``) owns it. The server dies with its owner (``PR_SET_PDEATHSIG``, so a SIGKILLed owner takes it along) and
 every rank it forked dies with the server (``teparity.launch.rank.start_rank``). A client that goes away
 (its socket closes: an xdist worker that exits or crashes) has its ranks SIGKILLed by the server, which
 keeps serving the others. Only processes of the server's own user may connect (``SO_PEERCRED``, and the
@@ -16,7 +16,8 @@ socket sits in a private directory).
 
 Protocol: a client sends ``hello`` and learns the server's pid, preload and environment (a rank forked
 from it runs what the server imported, which read that environment: ``teparity.launch.pool`` forks a pool
-only where its own environment is the same). ``fork`` carries the client's environment, ``sys.path``,
+only where its own environment is the same), and which of the files it imported changed since (a server
+that outlives a run would otherwise fork ranks that run code no longer installed). ``fork`` carries the client's environment, ``sys.path``,
 working directory and a pickled ``target(connection, *args)``, with two file descriptors: the rank's end
 of its task pipe and the write end of a status pipe, on which the server writes the child's pid at once
 and its exit code (``Process.exitcode``'s convention) when it reaps it. The child unpickles the call only
@@ -52,12 +53,16 @@ FORK_SERVER_VARIABLE = "TEPARITY_FORK_SERVER"
 #: The fork server's log of its imports, set while it imports its preload (``teparity.inrank.forkable``).
 FORK_SERVER_LOG_VARIABLE = "TEPARITY_FORK_SERVER_LOG"
 #: Set per process by pytest and xdist (an xdist 3.8 worker starts with COLUMNS=80 and LINES=24, which its
-#: controller lacks), read by none of the preloaded imports: a rank takes its client's values at its start,
-#: so they may differ from the server's.
+#: controller lacks) and by shells (a shell that ``python -m teparity serve`` starts sets SHLVL and PS1 anew),
+#: read by none of the preloaded imports: a rank takes its client's values at its start, so they may differ
+#: from the server's.
 PER_PROCESS_VARIABLES = frozenset({
     "PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
-    "COLUMNS", "LINES", FORK_SERVER_VARIABLE,
+    "PYTEST_VERSION", "COLUMNS", "LINES", FORK_SERVER_VARIABLE,
+    "SHLVL", "PS1", "PS2", "PS4", "PROMPT_COMMAND", "_", "PWD", "OLDPWD",
 })
+#: How many changed files a hello names (it counts them all).
+_CHANGED_NAMED = 5
 #: How long a client waits for the server to listen, and then to finish its imports and answer.
 CONNECT_DEADLINE_S = 300.0
 _SOCKET_NAME = "forkserver.sock"
@@ -120,11 +125,17 @@ class StartedServer:
     address: str
     log: Path
 
+    def name(self, owner: str | None = None) -> str:
+        """The value of ``FORK_SERVER_VARIABLE`` that names this server to a client: where it listens, its
+        pid and log, and ``owner``, the command that shares it with the pytest runs it starts (the header of
+        such a run names it); None: a run's own, which the run's workers fork from and a pytest run nested in
+        it does not."""
+        return json.dumps({"address": self.address, "pid": self.process.pid, "log": str(self.log), "owner": owner})
+
     def advertise(self) -> None:
         """Name this server in this process's environment, so that the processes it starts from now on
         (the xdist workers) fork their ranks from it."""
-        os.environ[FORK_SERVER_VARIABLE] = json.dumps({"address": self.address, "pid": self.process.pid,
-                                                       "log": str(self.log)})
+        os.environ[FORK_SERVER_VARIABLE] = self.name()
 
     def stop(self) -> None:
         """End the server and reap it, at this process's exit (it would die with this process anyway, by its
@@ -138,10 +149,11 @@ _BOOT = ("import json, sys; config = json.loads(sys.argv[1]); sys.path[:] = conf
          "from teparity.launch.forkserver import serve; serve(config)")
 
 
-def start_server(preload: tuple[str, ...], log_dir: Path) -> StartedServer:
+def start_server(preload: tuple[str, ...], log_dir: Path, env: dict[str, str] | None = None) -> StartedServer:
     """Start a fork server owned by this process (call it from the main thread: the server dies when the
-    thread that started it ends). It returns at once; the server imports ``preload`` (their times go to
-    ``log_dir/forkserver.log``, and so does anything it prints) and then serves."""
+    thread that started it ends), in ``env`` (default: this process's environment). It returns at once; the
+    server imports ``preload`` (their times go to ``log_dir/forkserver.log``, and so does anything it
+    prints) and then serves."""
     log_dir.mkdir(parents=True, exist_ok=True)
     socket_dir = log_dir if len(str(log_dir / _SOCKET_NAME)) <= _MAX_SOCKET_PATH else Path(
         tempfile.mkdtemp(prefix="teparity-fs-"))
@@ -152,7 +164,7 @@ def start_server(preload: tuple[str, ...], log_dir: Path) -> StartedServer:
     log = log_dir / "forkserver.log"
     config = {"path": [p for p in sys.path], "address": address, "parent": os.getpid(), "log": str(log),
               "preload": list(preload)}
-    env = {k: v for k, v in os.environ.items() if k != FORK_SERVER_VARIABLE}
+    env = {k: v for k, v in (os.environ if env is None else env).items() if k != FORK_SERVER_VARIABLE}
     with open(log, "ab") as out:
         process = subprocess.Popen([sys.executable, "-c", _BOOT, json.dumps(config)], env=env,
                                    stdin=subprocess.DEVNULL, stdout=out, stderr=out, close_fds=True)
@@ -208,8 +220,8 @@ class ForkServerClient:
     """This process's connection to a fork server: ``start(target, args)`` forks ``target(connection,
     *args)`` there and returns the ``ForkedProcess`` and this side's end of its task pipe."""
 
-    def __init__(self, address: str, pid: int, log: str) -> None:
-        self.address, self.log = address, log
+    def __init__(self, address: str, pid: int, log: str, owner: str | None = None) -> None:
+        self.address, self.log, self.owner = address, log, owner
         self.sock = self._connect(address, pid)
         try:
             self.sock.settimeout(CONNECT_DEADLINE_S)  # the server answers once its imports are done
@@ -224,6 +236,8 @@ class ForkServerClient:
         self.pid: int = reply["pid"]
         self.preload: tuple[str, ...] = tuple(reply["preload"])
         self.environment: tuple[tuple[str, str], ...] = tuple(tuple(item) for item in reply["environment"])
+        #: How many of the files the server imported changed since, and the first few of them.
+        self.changed: tuple[int, tuple[str, ...]] = (reply["changed"][0], tuple(reply["changed"][1]))
 
     def _evidence(self, what: str, pid: int) -> str:
         alive = _alive(pid)
@@ -297,6 +311,29 @@ def _log(message: str) -> None:
     print(f"teparity fork server: {message}", flush=True)
 
 
+Stamp = tuple[int, int]
+
+
+def _stamp(path: str) -> Stamp | None:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_mtime_ns, status.st_size
+
+
+def imported_files() -> dict[str, Stamp | None]:
+    """Every file this process imported a module from, with its modification time and size."""
+    files = {getattr(module, "__file__", None) for module in list(sys.modules.values())}
+    return {path: _stamp(path) for path in files if isinstance(path, str)}
+
+
+def changed_files(stamps: dict[str, Stamp | None]) -> tuple[int, list[str]]:
+    """How many of ``stamps``'s files changed (or went) since they were stamped, and the first few."""
+    changed = sorted(path for path, stamp in stamps.items() if _stamp(path) != stamp)
+    return len(changed), changed[:_CHANGED_NAMED]
+
+
 def _die_with_parent(parent: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -320,6 +357,7 @@ def serve(config: dict[str, Any]) -> NoReturn:
     for name in config["preload"]:
         importlib.import_module(name)
     del os.environ[FORK_SERVER_LOG_VARIABLE]
+    stamps = imported_files()
     _log(f"ready at {wall_clock()}")
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_read, False)
@@ -409,7 +447,7 @@ def serve(config: dict[str, Any]) -> NoReturn:
                     client.pid = message["pid"]
                     _log(f"serving pid {client.pid} from {wall_clock()}")
                     try:
-                        _send(sock, hello)
+                        _send(sock, hello | {"changed": changed_files(stamps)})
                     except OSError:  # gone already
                         drop(sock)
                 elif message["op"] == "fork" and len(fds) == 2:

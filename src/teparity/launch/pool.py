@@ -39,6 +39,7 @@ import os
 import pickle
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -303,6 +304,7 @@ class RankPool:
 #: The fork server this process started, and its connection to the one its ranks are forked by.
 _started: StartedServer | None = None
 _client: ForkServerClient | None = None
+_adopted: ForkServerClient | None = None
 
 
 def start_fork_server(fork_preload: tuple[str, ...], log_dir: Path) -> StartedServer:
@@ -323,6 +325,44 @@ def started_server() -> StartedServer | None:
     return _started
 
 
+def adopted_server() -> ForkServerClient | None:
+    """The fork server that started before this run and that this run forks from (``fork_server_for_run``)."""
+    return _adopted
+
+
+def fork_server_for_run(fork_preload: tuple[str, ...], log_dir: Path) -> str | None:
+    """The fork server of a run, chosen in the process that starts it (the pytest controller): the one
+    named in its environment where one is (a server that outlives the run, ``teparity.tools.served``) and
+    fits this run (``unfit``), else one it starts now (``start_fork_server``); never the own server of a run
+    that this one is nested in (a harness test's pytest run). Returns why a named server was not taken, or
+    None."""
+    global _client, _adopted
+    named = os.environ.pop(FORK_SERVER_VARIABLE, None)
+    server = json.loads(named) if named else {}
+    if not server.get("owner"):  # none, or the own server of a run this one is nested in: start this run's
+        start_fork_server(fork_preload, log_dir)
+        return None
+    os.environ[FORK_SERVER_VARIABLE] = named
+    owner = f"{server['owner']} (pid {server['pid']})"
+    try:
+        client = _connect(server)
+    except ForkServerError as error:
+        why = str(error).split("; the tail of its log", 1)[0]
+    else:
+        if (why := unfit(client, fork_preload)) is None:
+            _client = _adopted = client
+            atexit.register(client.sock.close)
+            return None
+        client.sock.close()
+    del os.environ[FORK_SERVER_VARIABLE]
+    start_fork_server(fork_preload, log_dir)
+    return f"not the fork server of {owner}: {why}"
+
+
+def _connect(server: dict[str, Any]) -> ForkServerClient:
+    return ForkServerClient(server["address"], server["pid"], server["log"], server.get("owner"))
+
+
 def fork_server(fork_preload: tuple[str, ...], log_dir: Path) -> ForkServerClient:
     """This process's connection to its fork server: the one named in its environment (``start_fork_server``
     here or in the process that started this one), else one it starts now with its log in ``log_dir``. A
@@ -337,9 +377,8 @@ def fork_server(fork_preload: tuple[str, ...], log_dir: Path) -> ForkServerClien
     if (named := os.environ.get(FORK_SERVER_VARIABLE)) is None:
         start_fork_server(fork_preload, log_dir)
         named = os.environ[FORK_SERVER_VARIABLE]
-    server = json.loads(named)
     try:
-        _client = ForkServerClient(server["address"], server["pid"], server["log"])
+        _client = _connect(json.loads(named))
         atexit.register(_client.sock.close)  # held to the end: the server kills a departed client's ranks
     except ForkServerError as error:
         if _started is not None:
@@ -350,20 +389,31 @@ def fork_server(fork_preload: tuple[str, ...], log_dir: Path) -> ForkServerClien
     return _client
 
 
-def not_forkable(fork_preload: tuple[str, ...], log_dir: Path) -> str | None:
-    """Why a pool started now may not be forked, or None: it may where the fork server imported
-    ``fork_preload`` in this process's environment (``PER_PROCESS_VARIABLES`` aside), so that what its
-    ranks run read theirs."""
-    server = fork_server(fork_preload, log_dir)
+def unfit(server: ForkServerClient, fork_preload: tuple[str, ...]) -> str | None:
+    """Why ranks this process starts now may not be forked by ``server``, or None: they may where it
+    imported ``fork_preload`` in this process's environment (``PER_PROCESS_VARIABLES`` aside), so that what
+    its ranks run read theirs, and none of the files it imported changed since."""
     if server.preload != fork_preload:
         return f"the fork server (pid {server.pid}) preloaded {server.preload}, not {fork_preload}"
     theirs, ours = dict(server.environment), dict(environment())
     if differ := sorted(name for name in theirs.keys() | ours.keys() if theirs.get(name) != ours.get(name)):
         return f"the environment differs from the fork server's (pid {server.pid}) in {', '.join(differ)}"
+    count, named = server.changed
+    if count:
+        more = f" and {count - len(named)} more" if count > len(named) else ""
+        return f"{count} files that the fork server (pid {server.pid}) imported changed since: {', '.join(named)}{more}"
     return None
 
 
+def not_forkable(fork_preload: tuple[str, ...], log_dir: Path) -> str | None:
+    """Why a pool started now may not be forked by this process's fork server, or None (``unfit``)."""
+    return unfit(fork_server(fork_preload, log_dir), fork_preload)
+
+
 _POOLS: dict[tuple[Any, ...], RankPool] = {}
+#: Held while a pool is looked up or started: ``prestart`` starts one from a thread of its own.
+_POOLS_LOCK = threading.RLock()
+_prestarting: threading.Thread | None = None
 _spawned_because: set[str] = set()
 
 
@@ -376,18 +426,38 @@ def _key(prologue: Prologue, fork_preload: ForkPreload, lane: int) -> tuple[Any,
 def _pool(lane: int, world_size: int, backend: Backend, pg_timeout: float, workdir: Path, prologue: Prologue,
           fork_preload: ForkPreload) -> tuple[tuple[Any, ...], RankPool]:
     """The live pool of this lane and these settings, started where there is none."""
-    if fork_preload is not None and (why := not_forkable(fork_preload, workdir)):
-        if why not in _spawned_because:  # once per reason: stderr, shown with a failing test's output
-            _spawned_because.add(why)
-            print(f"teparity: spawning warm ranks instead of forking them: {why}", file=sys.stderr, flush=True)
-        fork_preload = None  # what the fork server imported read another environment: spawn these ranks
-    key = _key(prologue, fork_preload, lane)
-    pool = _POOLS.get(key)
-    if pool is None or not pool.alive():
-        if pool is not None:
-            pool.close()
-        pool = _POOLS[key] = RankPool(world_size, backend, pg_timeout, workdir, prologue, fork_preload)
-    return key, pool
+    with _POOLS_LOCK:
+        if fork_preload is not None and (why := not_forkable(fork_preload, workdir)):
+            if why not in _spawned_because:  # once per reason: stderr, shown with a failing test's output
+                _spawned_because.add(why)
+                print(f"teparity: spawning warm ranks instead of forking them: {why}", file=sys.stderr, flush=True)
+            fork_preload = None  # what the fork server imported read another environment: spawn these ranks
+        key = _key(prologue, fork_preload, lane)
+        pool = _POOLS.get(key)
+        if pool is None or not pool.alive():
+            if pool is not None:
+                pool.close()
+            pool = _POOLS[key] = RankPool(world_size, backend, pg_timeout, workdir, prologue, fork_preload)
+        return key, pool
+
+
+def prestart(*, world_size: int, backend: Backend, timeout: float, workdir: Path, prologue: Prologue = None,
+             fork_preload: ForkPreload = None) -> None:
+    """Start the pool that ``warm_ranks`` with these settings will run on, from a thread, and return at
+    once: its ranks' start-up and prologue then overlap what this process does before its first run (an
+    xdist worker's collection), and the thread may wait for the fork server's imports meanwhile. A pool that
+    fails to start here is left to the first run, which starts it again and reports the failure."""
+    global _prestarting
+
+    def start() -> None:
+        try:
+            _pool(0, world_size, backend, pg_timeout_for(timeout, None), workdir, prologue, fork_preload)
+        except Exception as error:  # the first run meets it again, with its evidence
+            print(f"teparity: the ranks started before the first run did not start ({type(error).__name__}); "
+                  "the first run starts them", file=sys.stderr, flush=True)
+
+    _prestarting = threading.Thread(target=start, name="teparity-prestart", daemon=True)
+    _prestarting.start()
 
 
 def warm_ranks(fn: Callable[..., Any], *args: Any, label: str | None = None, **settings: Any) -> list[Any]:
@@ -431,6 +501,8 @@ def warm_ranks_side_by_side(
 
 
 def close_pools() -> None:
-    """End every warm pool of this process."""
+    """End every warm pool of this process (after a pool that ``prestart`` is starting)."""
+    if _prestarting is not None:
+        _prestarting.join()
     while _POOLS:
         _POOLS.popitem()[1].close()

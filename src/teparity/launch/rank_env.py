@@ -20,6 +20,7 @@ run with the same threads, and the NVML check only changes how ``is_available`` 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 #: The variables teparity sets for its ranks when the environment does not, and their values.
 DEFAULTS: dict[str, str] = {
@@ -33,9 +34,14 @@ def apply_defaults() -> frozenset[str]:
     """Set each of ``DEFAULTS`` that the environment lacks, before any rank, fork server, environment probe
     or xdist worker starts (they inherit it); returns the names it set."""
     missing = frozenset(name for name in DEFAULTS if name not in os.environ)
-    for name in missing:
-        os.environ[name] = DEFAULTS[name]
+    os.environ.update(with_defaults(os.environ))
     return missing
+
+
+def with_defaults(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` with each of ``DEFAULTS`` that it lacks: the environment a run's ranks get, for a process
+    that starts their fork server before the run (``teparity.tools.served``)."""
+    return {**DEFAULTS, **environ}
 
 
 def in_force(set_here: frozenset[str]) -> dict[str, str]:

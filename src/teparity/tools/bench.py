@@ -1,5 +1,9 @@
-"""``python -m teparity bench [pytest args]``: the same gate with fresh ranks, then warm, then forked, on one
-machine.
+"""``python -m teparity bench [pytest args]``: the same gate with fresh ranks, then warm, then forked, then
+served, on one machine.
+
+served: forked ranks from a fork server that the bench started (and waited for) before its first run, as
+``python -m teparity serve`` and ``repeat`` give their runs (``teparity.tools.served``), where forked
+starts the run's own; so the two differ by what a run pays for its fork server's imports.
 
 It prints each mode's wall time and the ratios against fresh, whether every test's verdict and evidence
 (what it compared and how far apart the sides were) is identical in every mode, and where each mode's
@@ -14,13 +18,19 @@ report of each run sit beside it. A differing verdict or number fails the comman
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-MODES = ("fresh", "warm", "forked")
+from teparity.launch.forkserver import FORK_SERVER_VARIABLE
+from teparity.tools.served import served
+
+MODES = ("fresh", "warm", "forked", "served")
+OWNER = "python -m teparity bench"
 #: The start-up lines of ``teparity.launch.rank.join_group``, ``teparity.inrank.task.preload`` and the fork
 #: server's preload (``teparity.inrank.forkable``).
 _STARTUP_LINE = re.compile(r"^teparity (?:rank \d+ start-up|rank preload|fork server preload): (.+)$", re.M)
@@ -70,6 +80,11 @@ def differing_tests(*reports: dict[str, Any]) -> list[str]:
     return sorted(node for node in nodes if len({run.get(node) for run in runs}) > 1)
 
 
+def _without_server() -> dict[str, str]:
+    """This process's environment, naming no fork server: a fresh, warm or forked run starts its own."""
+    return {name: value for name, value in os.environ.items() if name != FORK_SERVER_VARIABLE}
+
+
 def bench(pytest_args: list[str], workdir: Path, modes: tuple[str, ...] = MODES,
           progress: Callable[[str], None] = print, warmup: bool = True) -> tuple[dict[str, Any], bool]:
     """Run each mode; return bench.json's content and whether the verdicts and evidence are identical.
@@ -77,22 +92,32 @@ def bench(pytest_args: list[str], workdir: Path, modes: tuple[str, ...] = MODES,
     torch inductor's compiled kernels on disk) serve every timed mode alike, not only those after the first."""
     from teparity.tools.killmatrix import run_gate
 
-    if warmup:
-        start = time.monotonic()
-        run = run_gate(pytest_args, workdir, None, [f"--teparity-ranks={modes[-1]}"], name="warmup")
-        progress(f"warm-up ({modes[-1]}, not timed): {time.monotonic() - start:.1f} s, exit {run.returncode}")
-    runs: dict[str, dict[str, Any]] = {}
-    for mode in modes:
-        start = time.monotonic()
-        run = run_gate(pytest_args, workdir, None, [f"--teparity-ranks={mode}"], name=mode)
-        elapsed = time.monotonic() - start
-        started = startup(workdir / mode)
-        runs[mode] = {"seconds": elapsed, "exitstatus": run.returncode, "report": run.report, "startup": started}
-        phases = ", ".join(f"{name} {value:.0f} s" for name, value in started["seconds"].items())
-        progress(f"{mode}: {elapsed:.1f} s, exit {run.returncode}, {len(verdicts(run.report))} tests reported; "
-                 f"{started['processes']} rank processes and {started['fork_servers']} fork servers started "
-                 f"({started['fork_server_clients']} processes forked ranks from them), "
-                 f"{started['total_s']:.0f} s of their start-up ({phases}), {started['tasks_s']:.0f} s of their runs")
+    with served(OWNER, workdir / "served-forkserver", wait=True) if "served" in modes else nullcontext() as server:
+        if server is not None:
+            progress(f"served: its fork server (pid {server.pid}) imported its preload in {server.ready_s} s, before any run")
+
+        def gate(mode: str, name: str) -> Any:
+            ranks = "forked" if mode == "served" else mode
+            return run_gate(pytest_args, workdir, None, [f"--teparity-ranks={ranks}"], name=name,
+                            env=server.env if mode == "served" and server else _without_server())
+
+        if warmup:
+            start = time.monotonic()
+            run = gate(modes[-1], "warmup")
+            progress(f"warm-up ({modes[-1]}, not timed): {time.monotonic() - start:.1f} s, exit {run.returncode}")
+        runs: dict[str, dict[str, Any]] = {}
+        for mode in modes:
+            start = time.monotonic()
+            run = gate(mode, mode)
+            elapsed = time.monotonic() - start
+            started = startup(workdir / mode)
+            runs[mode] = {"seconds": elapsed, "exitstatus": run.returncode, "report": run.report, "startup": started,
+                          "launch": run.report.get("environment", {}).get("launch")}
+            phases = ", ".join(f"{name} {value:.0f} s" for name, value in started["seconds"].items())
+            progress(f"{mode}: {elapsed:.1f} s, exit {run.returncode}, {len(verdicts(run.report))} tests reported; "
+                     f"{started['processes']} rank processes and {started['fork_servers']} fork servers started "
+                     f"({started['fork_server_clients']} processes forked ranks from them), "
+                     f"{started['total_s']:.0f} s of their start-up ({phases}), {started['tasks_s']:.0f} s of their runs")
     differing = differing_tests(*(run["report"] for run in runs.values()))
     first = verdicts(runs[modes[0]]["report"])
     identical = bool(first) and not differing and len({run["exitstatus"] for run in runs.values()}) == 1
@@ -105,6 +130,8 @@ def bench(pytest_args: list[str], workdir: Path, modes: tuple[str, ...] = MODES,
         "exitstatus": {mode: run["exitstatus"] for mode, run in runs.items()},
         "tests": len(first),
         "startup": {mode: run["startup"] for mode, run in runs.items()},
+        "launch": {mode: run["launch"] for mode, run in runs.items()},
+        "served_fork_server": {"pid": server.pid, "ready_s": server.ready_s} if server else None,
         "pytest_args": pytest_args,
         "warmup": warmup,
         "environment": runs[modes[-1]]["report"].get("environment", {}),
