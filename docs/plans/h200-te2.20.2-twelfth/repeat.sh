@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# A GPU call on one H200 with the TE 2.20.2 bundle and the current thunder build (as run.sh beside it). Issue 24:
+# A GPU call on one H200 with the TE 2.20.2 bundle and the current thunder build, carried as for run.sh beside it. Issue 24:
 # `python -m teparity repeat N` of the whole current-thunder gate at -n 12, its runs forking from the one fork
 # server the repeat starts. REPEAT_N (default 20) runs, cut off at LIMIT_S (default 585) from the call's start:
 # repeat.json is written after every run. Run from the repository root on the device with $OUT and TEPARITY_COMMIT set.
 export PYTHONUNBUFFERED=1
-source .gpu/te-2.20.2/install_bundle.sh .gpu/te-2.20.2 /tmp/site > $OUT/install.log 2>&1
+source .gpu/te-2.20.2-run/install_bundle.sh .gpu/te-2.20.2-run /tmp/site > $OUT/install.log 2>&1
 BASE=$PYTHONPATH
 mkdir -p /tmp/th /tmp/sum
-[ -d /tmp/th/0.2.7.dev20260201 ] || xz -dc .gpu/thunder-builds.tar.xz | tar xf - -C /tmp/th
+[ -d /tmp/th/0.2.7.dev20260201 ] || xz -dc .gpu/thunder-dev.tar.xz | tar xf - -C /tmp/th
 DEV=/tmp/th/0.2.7.dev20260201
 G="tests/trace tests/numerics tests/features tests/ddp tests/fsdp -p no:cacheprovider --tb=short"
 { nproc; nvidia-smi -L; date +%T; } > /tmp/sum/00-machine.txt
