@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A GPU call on one H200 with the TE 2.20.2 bundle less thunder's wheel and TE's torch-extension source (which a
-# prebuilt extension makes unused), .gpu/te-2.20.2-run, so that the call fits the 64 MiB it carries, and thunder
+# prebuilt extension makes unused) and with its core wheel re-zipped with LZMA (the same files), .gpu/te-2.20.2-run,
+# so that the call fits the 64 MiB it carries, and thunder
 # 0.2.6 and the current build 0.2.7.dev20260201 as the contents of their PyPI wheels (.gpu/thunder-dev.tar.xz, one
 # folder per build, put first on PYTHONPATH; install.log's last line then says the bundle has no thunder). Issue 24: the
 # environment probes warmed by `doctor`; then three benches, each in one run on this machine: the checks the gate
