@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# A GPU call on one H200 with the TE 2.9.0 bundle (.gpu/te-2.9.0) and four thunder builds
+# A GPU call on one H200 with the TE 2.9.0 bundle less thunder's wheel and TE's torch-extension source, its core
+# wheel re-zipped with LZMA (.gpu/te-2.9.0-run, to fit the 64 MiB a call carries), and four thunder builds
 # (.gpu/thunder-builds-c3.tar.xz: wheels' contents, one folder per build, put first on PYTHONPATH). Issue 23:
 # 0.2.5.dev20250629 again after functional-thunderfx-checkpointing-backward-unbound's range moved to cover it
 # (tenth session), and three weekly builds no committed run names (0.2.7.dev20251221, 0.2.7.dev20251228,
 # 0.2.7.dev20260118). Each: doctor (warms its probe), then the whole gate at -n 4, the four side by side. Run from
 # the repository root on the device with $OUT and TEPARITY_COMMIT set.
 export PYTHONUNBUFFERED=1
-source .gpu/te-2.9.0/install_bundle.sh .gpu/te-2.9.0 /tmp/site > $OUT/install.log 2>&1
+source .gpu/te-2.9.0-run/install_bundle.sh .gpu/te-2.9.0-run /tmp/site > $OUT/install.log 2>&1
 BASE=$PYTHONPATH
 mkdir -p /tmp/th /tmp/rep /tmp/sum
 xz -dc .gpu/thunder-builds-c3.tar.xz | tar xf - -C /tmp/th
