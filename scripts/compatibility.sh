@@ -48,16 +48,17 @@ gpu4=(
   echo
   "$PY" -m teparity matrix "${matrix[@]}"
   echo
-  echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130: TE 2.9.0 with eleven thunder builds at 04f6fc3 and db1ecfc"
+  echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130: TE 2.9.0 with fourteen thunder builds at 04f6fc3, db1ecfc and df63544"
   echo
   echo "thunder 0.2.2, 0.2.3, 0.2.4, 0.2.5, 0.2.6.dev20251019 and 0.2.6 at 04f6fc3, each exit 0; the weekly builds"
-  echo "0.2.2.dev0, 0.2.5.dev20250629, 0.2.5.dev20250706, 0.2.5.dev20250817 and 0.2.5.dev20250824 at db1ecfc, after"
-  echo "the bisects of 04f6fc3 moved registry ranges. Their one FAIL cell is 0.2.5.dev20250629's thunderfx"
-  echo "checkpointing, two near misses of functional-thunderfx-checkpointing-backward-unbound that 656e586 covers"
-  echo "(results/h200-te2.9.0-tenth/README.md). Forked ranks, 2 gloo ranks. Left out: the same releases at 363ddd5"
-  echo "(results/h200-te2.9.0-ninth) and 28d36b3 (results/h200-te2.9.0-seventh)."
+  echo "0.2.2.dev0, 0.2.5.dev20250706, 0.2.5.dev20250817 and 0.2.5.dev20250824 at db1ecfc, after the bisects of"
+  echo "04f6fc3 moved registry ranges; at df63544 (twelfth session), 0.2.5.dev20250629 again, now that"
+  echo "functional-thunderfx-checkpointing-backward-unbound's range covers it, and the weekly builds 0.2.7.dev20251221,"
+  echo "0.2.7.dev20251228 and 0.2.7.dev20260118, which no run had named: each exit 0. Forked ranks, 2 gloo ranks."
+  echo "Left out: 0.2.5.dev20250629 at db1ecfc (two near misses of that entry, results/h200-te2.9.0-tenth/README.md),"
+  echo "the same releases at 363ddd5 (results/h200-te2.9.0-ninth) and 28d36b3 (results/h200-te2.9.0-seventh)."
   echo
-  "$PY" -m teparity matrix --along thunder $R/h200-te2.9.0-tenth/call1-04f6fc3/{01-th022,01-th023,01-th024,02-th025,02-th026pre,02-th026}.json $R/h200-te2.9.0-tenth/call2-db1ecfc/th-0.2.*.json
+  "$PY" -m teparity matrix --along thunder $R/h200-te2.9.0-tenth/call1-04f6fc3/{01-th022,01-th023,01-th024,02-th025,02-th026pre,02-th026}.json $R/h200-te2.9.0-tenth/call2-db1ecfc/th-0.2.{2.dev0,5.dev20250706,5.dev20250817,5.dev20250824}.json $R/h200-te2.9.0-twelfth/call3-df63544/th0.2.*.json
   echo
   echo "## GPU: 1 x H200 (sm_90), torch 2.11.0+cu130: TE 2.20.2 at c71c746, 84520fd, 8f1324f and 7db54e2"
   echo

@@ -311,3 +311,36 @@ def test_a_sigkilled_xdist_controller_leaves_no_fork_server_and_no_rank(pytester
     assert len(processes) == 5, f"one fork server and 2 ranks per worker expected: {workers}"
     alive = faults.still_running_after(processes, 15)
     assert not alive, f"the fork server or forked ranks outlived the SIGKILLed controller: {alive} of {processes}"
+
+
+_PRESTART_RUN = """
+    import json, os
+    from pathlib import Path
+    from teparity.inrank import faults
+    from teparity.launch import pool
+
+    def test_first_run_finds_its_ranks_started(rank_runner):
+        if pool._prestarting is not None:
+            pool._prestarting.join(120)
+        started = [pid for p in pool._POOLS.values() for pid in p.pids]
+        ranks = rank_runner(faults.pid_of_rank, world_size=2)
+        Path(os.environ["TEPARITY_TEST_OUT"]).write_text(json.dumps({"started": started, "ranks": ranks}))
+"""
+
+
+@pytest.mark.parametrize("dist", [["-p", "no:xdist"], ["-n", "1"]], ids=["lone", "xdist-worker"])
+def test_a_process_that_runs_tests_starts_its_ranks_while_it_collects(pytester: pytest.Pytester, dist: list[str]) -> None:
+    """A lone pytest or an xdist worker starts the ranks of its first run when it collects the first test that
+    runs ranks, so the first test finds them started and runs on them."""
+    pytester.makepyfile(test_prestart=textwrap.dedent(_PRESTART_RUN))
+    out = pytester.path / "out.json"
+    env = {k: v for k, v in os.environ.items() if k != rankpool.FORK_SERVER_VARIABLE} | {"TEPARITY_TEST_OUT": str(out)}
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", *dist, "-p", "teparity.plugin", "-p", "no:cacheprovider",
+         f"--basetemp={pytester.path / 'basetemp'}", "test_prestart.py"],
+        cwd=pytester.path, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    seen = json.loads(out.read_text())
+    assert len(seen["started"]) == 2, f"no ranks were started before the first test: {seen}"
+    assert sorted(seen["ranks"]) == sorted(seen["started"]), f"the first run did not run on the ranks started early: {seen}"
