@@ -1,7 +1,7 @@
 """``python -m teparity``: ``doctor`` (what this machine can run, and why not), ``matrix`` (parity
 reports merged into a markdown compatibility table), ``kill-matrix`` (the gate clean and under each
 applicable mutation from teparity.tools.mutations), ``known-defects`` (the registry as markdown), ``bench``
-(the gate with fresh, warm and forked ranks: wall times, ratios, identical verdicts), ``repeat`` (the
+(the gate with fresh, warm, forked and served ranks: wall times, ratios, identical verdicts), ``repeat`` (the
 gate N times: every verdict or number that changed), ``serve`` (a command whose pytest runs fork their
 ranks from one fork server), ``bisect`` (the first thunder build or TE release
 between a good and a bad one whose verdict changes) and ``durations`` (the expected test durations that
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     kills.add_argument("--first-kill", action="store_true",
                        help="stop each mutant's run at its first failure (--maxfail=1): names one killer, not all")
     commands.add_parser("known-defects", help="the known upstream defects registry as markdown")
-    timing = commands.add_parser("bench", usage="%(prog)s [options] -- PYTEST ARGS", help="the gate with fresh, warm and forked ranks: wall times, ratios, identical verdicts")
+    timing = commands.add_parser("bench", usage="%(prog)s [options] -- PYTEST ARGS", help="the gate with fresh, warm, forked and served ranks: wall times, ratios, identical verdicts")
     timing.add_argument("--workdir", type=Path, help="bench.json, every report and log (default: a new temp dir)")
     timing.add_argument("--modes", type=_modes, default=MODES, metavar="M,M",
                         help=f"the launch modes to compare, in this order (default {','.join(MODES)})")

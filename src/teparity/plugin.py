@@ -184,6 +184,24 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 _PRESTARTED = pytest.StashKey[bool]()
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Where this process started ranks while it collected, import torch now from a thread: its tests judge
+    torch tensors from the ranks, and this process waits while the ranks run its first side, so the import
+    overlaps that wait instead of the collection (collecting the gate imports no torch)."""
+    if session.config.stash.get(_PRESTARTED, False) and "torch" not in sys.modules:
+        import importlib
+        import threading
+
+        global _importing_torch
+        _importing_torch = threading.Thread(target=importlib.import_module, args=("torch",), name="teparity-import-torch",
+                                            daemon=True)
+        _importing_torch.start()
+
+
+#: The thread that imports torch after collection (``pytest_collection_finish``), joined at the session's end.
+_importing_torch: Any = None
+
+
 #: Why the run has no fork server of its own (each process then starts one), or None.
 _fork_server_failure: str | None = None
 #: Why the fork server named to this run by the command that started it was not taken, or None.
@@ -251,6 +269,8 @@ def _distribution(config: pytest.Config) -> str:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """End this process's warm ranks; under torchrun, leave the process group that the multi-rank tests
     joined, all ranks together."""
+    if _importing_torch is not None:
+        _importing_torch.join(timeout=120)  # not torn down by the interpreter's exit mid-import
     if "teparity.launch.pool" in sys.modules:
         sys.modules["teparity.launch.pool"].close_pools()
     if "teparity.launch.torchrun" in sys.modules:

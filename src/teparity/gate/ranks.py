@@ -75,7 +75,6 @@ class _Runner:
             backend=chosen, timeout=self.timeout, workdir=self.workdir(), prologue=preload,
             fork_preload=FORK_PRELOAD if self.mode == "forked" else None)]
 
-
     def prestart(self, world_size: int) -> None:
         """Start the ranks of this process's first ``world_size``-rank runs now, in the background (forked and
         warm ranks; ``teparity.launch.pool.prestart``), so that their start-up and prologue (thunder's import,

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-
-import torch
+from typing import TYPE_CHECKING
 
 from teparity.judge.tolerances import Tolerance
 from teparity.records import CaseRun, DdpTransformRun, Snapshot
+
+if TYPE_CHECKING:  # torch is imported where a comparison runs, not where the gate's tests are collected
+    import torch
 
 MAX_LISTED = 12
 
@@ -59,6 +61,7 @@ class Comparison:
 
 def ulp_distance(expected: torch.Tensor, actual: torch.Tensor) -> int:
     """Largest number of float32 values between corresponding entries (0: bitwise equal; both signs)."""
+    import torch
 
     def ordered(t: torch.Tensor) -> torch.Tensor:
         bits = t.detach().to(torch.float32).contiguous().view(torch.int32).long()
@@ -71,6 +74,8 @@ def _close(
     result: Comparison, where: str, quantity: str, expected: torch.Tensor, actual: torch.Tensor, tol: Tolerance,
     *, at: tuple[int, int | None],
 ) -> None:
+    import torch
+
     result.note(quantity, expected, actual)
     if expected.numel() and not expected.abs().gt(0).any():
         result.differ(f"{where}: eager reference is all zeros (nothing to compare)", at)
@@ -156,6 +161,8 @@ def _state_tensor(
 ) -> None:
     """Within ``tol.ulps`` float32 ulps, or within ``tol.rtol``/``tol.atol`` where those are set, or
     bitwise (amax histories start as zeros: no zero guard; with ``atol`` 0 a zero matches only a zero)."""
+    import torch
+
     result.note(quantity, expected, actual)
     if expected.shape != actual.shape:
         result.differ(f"{where} differs: {_first_mismatch(expected, actual)}", at)

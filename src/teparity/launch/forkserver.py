@@ -8,8 +8,9 @@ one speaks over a Unix socket with public APIs only (``socket.send_fds``, ``os.f
 the run can reach it through ``FORK_SERVER_VARIABLE``.
 
 Lifetime: the process that starts the server (``start_server``; the pytest controller, a lone process, or a
-command that runs pytest several times: ``teparity.tools.served``) owns it. The server dies with its owner (``PR_SET_PDEATHSIG``, so a SIGKILLed owner takes it along) and
-every rank it forked dies with the server (``teparity.launch.rank.start_rank``). A client that goes away
+command that runs pytest several times: ``teparity.tools.served``) owns it. The server dies with its owner
+(``PR_SET_PDEATHSIG``, so a SIGKILLed owner takes it along) and every rank it forked dies with the server
+(``teparity.launch.rank.start_rank``). A client that goes away
 (its socket closes: an xdist worker that exits or crashes) has its ranks SIGKILLed by the server, which
 keeps serving the others. Only processes of the server's own user may connect (``SO_PEERCRED``, and the
 socket sits in a private directory).
@@ -17,8 +18,9 @@ socket sits in a private directory).
 Protocol: a client sends ``hello`` and learns the server's pid, preload and environment (a rank forked
 from it runs what the server imported, which read that environment: ``teparity.launch.pool`` forks a pool
 only where its own environment is the same), and which of the files it imported changed since (a server
-that outlives a run would otherwise fork ranks that run code no longer installed). ``fork`` carries the client's environment, ``sys.path``,
-working directory and a pickled ``target(connection, *args)``, with two file descriptors: the rank's end
+that outlives a run would otherwise fork ranks that run code no longer installed). ``fork`` carries the
+client's environment, ``sys.path``, working directory and a pickled ``target(connection, *args)``, with two
+file descriptors: the rank's end
 of its task pipe and the write end of a status pipe, on which the server writes the child's pid at once
 and its exit code (``Process.exitcode``'s convention) when it reaps it. The child unpickles the call only
 after it took the client's environment, so the server imports nothing but its preload.

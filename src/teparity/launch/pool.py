@@ -337,12 +337,11 @@ def fork_server_for_run(fork_preload: tuple[str, ...], log_dir: Path) -> str | N
     that this one is nested in (a harness test's pytest run). Returns why a named server was not taken, or
     None."""
     global _client, _adopted
-    named = os.environ.pop(FORK_SERVER_VARIABLE, None)
+    named = os.environ.get(FORK_SERVER_VARIABLE)
     server = json.loads(named) if named else {}
     if not server.get("owner"):  # none, or the own server of a run this one is nested in: start this run's
-        start_fork_server(fork_preload, log_dir)
+        start_fork_server(fork_preload, log_dir)  # (which names itself in place of the one it inherited)
         return None
-    os.environ[FORK_SERVER_VARIABLE] = named
     owner = f"{server['owner']} (pid {server['pid']})"
     try:
         client = _connect(server)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import sys
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -64,8 +65,10 @@ def run_joined(
 
 def leave_joined_group() -> None:
     """Destroy the torchrun process group that ``run_joined`` joined (all ranks together), if it did."""
+    if torchrun_world() is None or "torch.distributed" not in sys.modules:  # nothing joined one
+        return
     import torch.distributed as dist
 
-    if torchrun_world() is not None and dist.is_initialized():
+    if dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
