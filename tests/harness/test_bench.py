@@ -110,7 +110,9 @@ def test_bench_of_the_trace_tier_is_identical_and_says_where_start_up_went(tmp_p
     assert forked["fork_servers"] == 1 and warm["fork_servers"] == 0, result["startup"]
     # served: the ranks came from the bench's own fork server, which imported torch and thunder before any run.
     pid = result["served_fork_server"]["pid"]
-    assert served["fork_servers"] == 0 and served["seconds"]["import thunder"] == 0.0, result["startup"]
+    # (Its ranks log thunder's import as 0.00 s each, which rounds to a few hundredths summed.)
+    assert served["fork_servers"] == 0, result["startup"]
+    assert served["seconds"]["import thunder"] < 0.1 * warm["seconds"]["import thunder"], result["startup"]
     assert f"the fork server of python -m teparity bench, pid {pid}," in result["launch"]["served"], result["launch"]
     assert "one fork server for the run" in result["launch"]["forked"], result["launch"]
     # The fork server imported torch and thunder once for all the forked ranks.

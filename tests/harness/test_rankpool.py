@@ -144,6 +144,7 @@ def test_a_warm_hang_fails_within_the_deadline_with_every_stack(pool: rankpool.R
 
 
 def test_pools_are_kept_per_setting_and_closed_together(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rankpool.close_pools()  # a pool this process started for gate tests it collected (pytest_itemcollected)
     rankpool.warm_ranks(faults.sum_of_ranks, world_size=1, backend="gloo", timeout=120, workdir=tmp_path)
     rankpool.warm_ranks(faults.sum_of_ranks, world_size=1, backend="gloo", timeout=120, workdir=tmp_path,
                         fork_preload=FORK_PRELOAD)
