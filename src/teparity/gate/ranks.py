@@ -55,13 +55,13 @@ class _Runner:
 
     def side_by_side(self, calls: Sequence[Call], *, world_size: int) -> list[list[Any]]:
         __tracebackhide__ = True
-        from teparity.inrank.task import in_rank, preload
+        from teparity.inrank.task import in_rank
         from teparity.launch.fresh import run_ranks
         from teparity.launch.outcome import pg_timeout_for, qualified_name
         from teparity.launch.pool import warm_ranks_side_by_side
         from teparity.launch.torchrun import run_joined, torchrun_world
 
-        chosen: Backend = self.backend if world_size > 1 else "gloo"
+        chosen = self._backend_for(world_size)
         if torchrun_world() is not None and world_size > 1:
             return [run_joined(in_rank, fn, *args, world_size=world_size, backend=chosen,
                                pg_timeout=pg_timeout_for(self.timeout, None), label=qualified_name(fn))
@@ -71,22 +71,31 @@ class _Runner:
                               workdir=self.workdir(), label=qualified_name(fn)) for fn, args in calls]
         batches = [list(calls)] if self.concurrent else [[call] for call in calls]
         return [result for batch in batches for result in warm_ranks_side_by_side(
-            [(in_rank, (fn, *args), qualified_name(fn)) for fn, args in batch], world_size=world_size,
-            backend=chosen, timeout=self.timeout, workdir=self.workdir(), prologue=preload,
-            fork_preload=FORK_PRELOAD if self.mode == "forked" else None)]
+            [(in_rank, (fn, *args), qualified_name(fn)) for fn, args in batch], **self._pool_settings(world_size))]
 
     def prestart(self, world_size: int) -> None:
         """Start the ranks of this process's first ``world_size``-rank runs now, in the background (forked and
         warm ranks; ``teparity.launch.pool.prestart``), so that their start-up and prologue (thunder's import,
         CUDA's) overlap the collection of the tests."""
-        from teparity.inrank.task import preload
         from teparity.launch.pool import prestart
         from teparity.launch.torchrun import torchrun_world
 
         if self.mode == "fresh" or torchrun_world() is not None:
             return
-        prestart(world_size=world_size, backend=self.backend if world_size > 1 else "gloo", timeout=self.timeout,
-                 workdir=self.workdir(), prologue=preload, fork_preload=FORK_PRELOAD if self.mode == "forked" else None)
+        prestart(**self._pool_settings(world_size))
+
+    def _backend_for(self, world_size: int) -> Backend:
+        """One-rank runs use gloo: no collective needs a GPU per rank."""
+        return self.backend if world_size > 1 else "gloo"
+
+    def _pool_settings(self, world_size: int) -> dict[str, Any]:
+        """What a warm or forked pool is started with and found by (``teparity.launch.pool``): one place, so that
+        the pool ``prestart`` starts is the one the runs then take."""
+        from teparity.inrank.task import preload
+
+        return {"world_size": world_size, "backend": self._backend_for(world_size), "timeout": self.timeout,
+                "workdir": self.workdir(), "prologue": preload,
+                "fork_preload": FORK_PRELOAD if self.mode == "forked" else None}
 
 
 def rank_runner(mode: Mode, backend: Backend, timeout: float, workdir: Callable[[], Path], *,

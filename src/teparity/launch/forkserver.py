@@ -81,7 +81,12 @@ def environment() -> tuple[tuple[str, str], ...]:
 
 
 class ForkServerError(RuntimeError):
-    """The fork server cannot be started or reached, or it failed to fork; the message has its evidence."""
+    """The fork server cannot be started or reached, or it failed to fork; the message has its evidence (the
+    tail of the server's log), ``reason`` the line before it (what a header can quote)."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 # -- framing ---------------------------------------------------------------------------------------
@@ -232,7 +237,7 @@ class ForkServerClient:
             self.sock.settimeout(None)
         except (OSError, EOFError) as error:
             self.sock.close()
-            raise ForkServerError(self._evidence(f"it did not answer ({type(error).__name__}: {error})", pid)) from None
+            raise self._failure(f"it did not answer ({type(error).__name__}: {error})", pid) from None
         #: Set once a fork request failed: the server is gone or wedged, and this connection with it.
         self.broken = False
         self.pid: int = reply["pid"]
@@ -241,14 +246,14 @@ class ForkServerClient:
         #: How many of the files the server imported changed since, and the first few of them.
         self.changed: tuple[int, tuple[str, ...]] = (reply["changed"][0], tuple(reply["changed"][1]))
 
-    def _evidence(self, what: str, pid: int) -> str:
+    def _failure(self, what: str, pid: int) -> ForkServerError:
         alive = _alive(pid)
         try:
             tail = "".join(Path(self.log).read_text(errors="replace").splitlines(keepends=True)[-20:])
         except OSError as error:
             tail = f"(unreadable: {error})"
-        return (f"the fork server (pid {pid}, {'alive' if alive else 'gone'}) at {self.address}: {what}; "
-                f"the tail of its log {self.log}:\n{tail}")
+        reason = f"the fork server (pid {pid}, {'alive' if alive else 'gone'}) at {self.address}: {what}"
+        return ForkServerError(f"{reason}; the tail of its log {self.log}:\n{tail}", reason)
 
     def _connect(self, address: str, pid: int) -> socket.socket:
         deadline = time.monotonic() + CONNECT_DEADLINE_S
@@ -260,7 +265,7 @@ class ForkServerClient:
             except (FileNotFoundError, ConnectionRefusedError) as error:  # not listening yet
                 sock.close()
                 if not _alive(pid) or time.monotonic() > deadline:
-                    raise ForkServerError(self._evidence(f"cannot connect ({type(error).__name__})", pid)) from None
+                    raise self._failure(f"cannot connect ({type(error).__name__})", pid) from None
                 time.sleep(0.05)
 
     def start(self, target: Callable[..., Any], args: tuple[Any, ...]) -> tuple[ForkedProcess, Connection]:
@@ -276,7 +281,7 @@ class ForkServerClient:
             self.broken = True
             os.close(status_read)
             parent_end.close()
-            raise ForkServerError(self._evidence(f"the fork request failed ({error})", self.pid)) from None
+            raise self._failure(f"the fork request failed ({error})", self.pid) from None
         finally:
             child_end.close()
             os.close(status_write)
@@ -287,7 +292,7 @@ class ForkServerClient:
         self.broken = True
         os.close(status_read)
         parent_end.close()
-        raise ForkServerError(self._evidence("it forked no process for the request", self.pid))
+        raise self._failure("it forked no process for the request", self.pid)
 
 
 def _alive(pid: int) -> bool:

@@ -346,7 +346,7 @@ def fork_server_for_run(fork_preload: tuple[str, ...], log_dir: Path) -> str | N
     try:
         client = _connect(server)
     except ForkServerError as error:
-        why = str(error).split("; the tail of its log", 1)[0]
+        why = error.reason
     else:
         if (why := unfit(client, fork_preload)) is None:
             _client = _adopted = client

@@ -34,7 +34,7 @@ def apply_defaults() -> frozenset[str]:
     """Set each of ``DEFAULTS`` that the environment lacks, before any rank, fork server, environment probe
     or xdist worker starts (they inherit it); returns the names it set."""
     missing = frozenset(name for name in DEFAULTS if name not in os.environ)
-    os.environ.update(with_defaults(os.environ))
+    os.environ.update({name: DEFAULTS[name] for name in missing})
     return missing
 
 
