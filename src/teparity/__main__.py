@@ -18,8 +18,10 @@ from pathlib import Path
 from teparity.gate.matrix import compatibility_matrix
 from teparity.gate.ranges import AXES, Axis, Run
 from teparity.gate.report import ParityReport
+from teparity.plugin import positive
 from teparity.tools.bench import MODES
 from teparity.tools.bisect import PACKAGES, UsageError, valid_version
+from teparity.tools.repeat import ResumeError
 
 
 def doctor() -> int:
@@ -128,6 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     again.add_argument("--workdir", type=Path, help="repeat.json, every report and log (default: a new temp dir)")
     again.add_argument("--server-per-run", action="store_true",
                        help="each run starts its own fork server, as a lone run does (default: one serves every run)")
+    again.add_argument("--deadline-s", type=positive(float), metavar="S",
+                       help="start no run that would end more than S seconds from now (the longest run so far is the guess); "
+                       "--resume continues")
+    again.add_argument("--resume", action="store_true",
+                       help="continue the repeat in --workdir up to N runs, judging the new runs with its earlier ones")
     serving = commands.add_parser("serve", usage="%(prog)s [options] -- COMMAND [ARGS]",
                                   help="run COMMAND (a shell, a script) with one fork server for every pytest run it starts")
     serving.add_argument("--workdir", type=Path, help="the fork server's socket and log (default: a new temp dir)")
@@ -159,7 +166,12 @@ def main(argv: list[str] | None = None) -> int:
         except UsageError as error:
             bisecting.error(str(error))
     if args.command == "repeat":
-        return repeat_command(args.count, pytest_args, args.workdir, args.server_per_run)
+        if args.resume and args.workdir is None:
+            again.error("--resume needs the --workdir of the repeat to continue")
+        try:
+            return repeat_command(args.count, pytest_args, args.workdir, args.server_per_run, args.resume, args.deadline_s)
+        except ResumeError as error:
+            again.error(str(error))
     if args.command == "bench":
         return bench_command(pytest_args, args.workdir, args.modes, args.warmup)
     if args.command == "doctor":
@@ -220,16 +232,23 @@ def bench_command(pytest_args: list[str], workdir: Path | None, modes: tuple[str
     return 0 if identical else 1
 
 
-def repeat_command(count: int, pytest_args: list[str], workdir: Path | None, server_per_run: bool = False) -> int:
+def repeat_command(count: int, pytest_args: list[str], workdir: Path | None, server_per_run: bool = False,
+                   resume: bool = False, deadline_s: float | None = None) -> int:
     from teparity.tools.repeat import repeat
 
     workdir = _workdir(workdir, "teparity-repeat-")
-    result, stable = repeat(count, pytest_args, workdir, progress=_progress, server_per_run=server_per_run)
+    result, stable = repeat(count, pytest_args, workdir, progress=_progress, server_per_run=server_per_run,
+                            resume=resume, deadline_s=deadline_s)
+    done = len(result["runs"])
     if stable:
         print(f"{count} runs, {result['tests']} tests: no verdict or evidence changed")
+    elif not result["changed"] and not result["stack_changed"] and len({r["exitstatus"] for r in result["runs"]}) == 1:
+        print(f"{done} of {count} runs, {result['tests']} tests: no verdict or evidence changed so far; incomplete "
+              f"(continue with --resume --workdir {workdir})")
     else:
-        print(f"{count} runs: {len(result['changed'])} tests changed between runs"
-              + (" (and the exit statuses differ)" if len({r['exitstatus'] for r in result['runs']}) > 1 else ""))
+        print(f"{done} runs: {len(result['changed'])} tests changed between runs"
+              + (" (and the exit statuses differ)" if len({r['exitstatus'] for r in result['runs']}) > 1 else "")
+              + (f" (and the stack: {', '.join(result['stack_changed'])})" if result["stack_changed"] else ""))
         for node, versions in result["changed"].items():
             print(f"  {node}")
             for version in versions:

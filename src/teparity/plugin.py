@@ -17,7 +17,7 @@ import pytest
 
 from teparity.gate import known_defects, schedule
 from teparity.gate.report import EVIDENCE_CHARS, ParityReport, TestOutcome
-from teparity.gate.timeline import Timeline
+from teparity.gate.timeline import Timeline, process_started
 from teparity.launch import rank_env
 from teparity.stack.versions import Versions
 from teparity.tools import mutations
@@ -34,7 +34,7 @@ _MATCHED = "teparity_known_defect"
 _NEAR_MISS = "teparity_near_miss"
 
 
-def _positive(kind: type[int | float]) -> Callable[[str], Any]:
+def positive(kind: type[int | float]) -> Callable[[str], Any]:
     """An option type that refuses values below or at zero with a usage error (not a failing test)."""
 
     def parse(text: str) -> Any:
@@ -56,14 +56,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("teparity", "teparity: thunder + TransformerEngine parity gate")
     group.addoption(
         "--teparity-timeout",
-        type=_positive(float),
+        type=positive(float),
         default=180.0,
         help="harness deadline in seconds for a multi-rank run; hung ranks are stack-dumped and killed "
         "(default 180; the process-group timeout is min(60, this / 2))",
     )
     group.addoption(
         "--teparity-world-size",
-        type=_positive(int),
+        type=positive(int),
         default=None,
         help="ranks for the multi-rank tests (default: torchrun's WORLD_SIZE under torchrun, else 2)",
     )
@@ -487,14 +487,36 @@ def _outcome(report: pytest.TestReport) -> TestOutcome | None:
 
 
 class ParityReporter:
-    """Collects test reports into the parity report; lives in the xdist controller or a lone process."""
+    """Collects test reports into the parity report, and the run's phases into its timeline; lives in the
+    xdist controller or a lone process."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.report = ParityReport(environment={})
         self.timeline = Timeline(started=time.time())
-        #: When the session finished (its last test and this process's ranks ended), for both time lines.
+        if (started := process_started()) is not None:
+            self.timeline.mark("process_started", started)
+        #: When the session finished (every plugin's session finish but the wrappers'), for both time lines.
         self.finished: float | None = None
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self) -> None:
+        self.timeline.mark("session_started", time.time())  # after the fork server was chosen
+
+    @pytest.hookimpl(optionalhook=True)  # xdist's hooks: absent under -p no:xdist
+    def pytest_testnodeready(self) -> None:
+        self.timeline.mark("workers_ready", time.time())
+
+    @pytest.hookimpl(optionalhook=True)  # xdist's hooks: absent under -p no:xdist
+    def pytest_xdist_node_collection_finished(self) -> None:
+        self.timeline.mark("workers_collected", time.time())
+
+    def pytest_collection_finish(self) -> None:
+        self.timeline.mark("collected", time.time())  # a lone process (the xdist controller collects nothing)
+
+    @pytest.hookimpl(optionalhook=True)  # xdist's hooks: absent under -p no:xdist
+    def pytest_testnodedown(self) -> None:
+        self.timeline.mark("workers_down", time.time())
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         node = getattr(report, "node", None)  # an xdist worker's report, in the controller
@@ -504,15 +526,32 @@ class ParityReporter:
             self.report.record(tag["check"], tag["executor"], outcome)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        self._finish()
         if self.report.cells:
             terminalreporter.write_sep("=", "teparity parity report")
             terminalreporter.write_line(self.report.table())
-            terminalreporter.write_line(f"teparity time: {self.timeline.summary(self.finished or time.time())}")
+            terminalreporter.write_line(f"teparity time: {self.timeline.summary(self.finished)}")
 
-    def pytest_sessionfinish(self, exitstatus: int) -> None:
+    def _finish(self) -> float:
+        """The session's end: the terminal summary (after every plugin's session finish, xdist's teardown of
+        its workers included), or the end of this wrapper where no terminal reporter runs."""
+        if self.finished is None:
+            self.finished = time.time()
+            self.timeline.mark("session_finished", self.finished)
+        return self.finished
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_sessionfinish(self, exitstatus: int) -> Any:
+        """Around every other plugin's session finish, so that the report's timeline holds them all."""
+        try:
+            return (yield)
+        finally:
+            self._write_report(exitstatus)
+
+    def _write_report(self, exitstatus: int) -> None:
         from teparity.launch.torchrun import torchrun_world
 
-        self.finished = time.time()
+        finished = self._finish()
         schedule.remember_durations(self.config, {span.nodeid: span.duration for span in self.timeline.spans.values()})
         # Every torchrun rank judged the same all-gathered evidence: rank 0 alone writes the report.
         joined = torchrun_world()
@@ -520,7 +559,8 @@ class ParityReporter:
             # 2 (interrupted, e.g. by a time limit): the report holds only the tests that finished.
             self.report.exitstatus = int(exitstatus)
             self.report.environment = self._environment_section()
-            self.report.timeline = self.timeline.to_json(self.finished)
+            self.timeline.mark("sessionfinish_done", time.time())
+            self.report.timeline = self.timeline.to_json(finished)
             self.report.write(path)
 
     def _environment_section(self) -> dict[str, Any]:

@@ -8,12 +8,16 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from teparity.tools import repeat as repeating
 from teparity.tools.bench import differing_tests, startup
 from teparity.tools.killmatrix import GateRun
+
+
+_WARM = ["tests/trace", "--teparity-ranks=warm"]  # no fork server for a fake gate's runs
 
 
 def _report(*tests: tuple[str, str, str]) -> dict:
@@ -60,17 +64,17 @@ def test_repeat_names_each_test_that_changed_with_the_runs_that_saw_each_version
     flaky = _report(("t::a", "pass", "max|d| 0.001"), ("t::b", "pass", "bitwise"))
     reports = iter([steady, flaky, steady])
     monkeypatch.setattr("teparity.tools.killmatrix.run_gate", lambda *args, **kwargs: GateRun(None, 0, "", next(reports)))
-    result, stable = repeating.repeat(3, ["tests/trace"], tmp_path, progress=lambda line: None)
+    result, stable = repeating.repeat(3, _WARM, tmp_path, progress=lambda line: None)
     assert not stable and list(result["changed"]) == ["t::a"]
     assert result["changed"]["t::a"] == [{"runs": [1, 3], "outcome": "pass", "evidence": "max|d| 0"},
                                          {"runs": [2], "outcome": "pass", "evidence": "max|d| 0.001"}]
     assert json.loads((tmp_path / "repeat.json").read_text())["changed"] == result["changed"]
     agreeing = iter([steady, steady])
     monkeypatch.setattr("teparity.tools.killmatrix.run_gate", lambda *args, **kwargs: GateRun(None, 0, "", next(agreeing)))
-    assert repeating.repeat(2, [], tmp_path, progress=lambda line: None)[1]
+    assert repeating.repeat(2, _WARM, tmp_path, progress=lambda line: None)[1]
     empty = iter([{}, {}])
     monkeypatch.setattr("teparity.tools.killmatrix.run_gate", lambda *args, **kwargs: GateRun(None, 5, "", next(empty)))
-    assert not repeating.repeat(2, [], tmp_path, progress=lambda line: None)[1], "runs that tested nothing agreed"
+    assert not repeating.repeat(2, _WARM, tmp_path, progress=lambda line: None)[1], "runs that tested nothing agreed"
 
 
 def test_a_repeat_cut_off_keeps_what_its_finished_runs_saw(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,9 +89,76 @@ def test_a_repeat_cut_off_keeps_what_its_finished_runs_saw(tmp_path: Path, monke
 
     monkeypatch.setattr("teparity.tools.killmatrix.run_gate", runner)
     with pytest.raises(KeyboardInterrupt):
-        repeating.repeat(3, ["tests/trace"], tmp_path, progress=lambda line: None)
+        repeating.repeat(3, _WARM, tmp_path, progress=lambda line: None)
     kept = json.loads((tmp_path / "repeat.json").read_text())
     assert kept["asked"] == 3 and [run["run"] for run in kept["runs"]] == [1] and not kept["stable"]
+
+
+class _Gate:
+    """A fake gate runner on a fake clock: each run takes 100 s and writes its parity report where the real
+    one does (``WORKDIR/NAME.json``), from ``reports`` in turn."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, reports: list[dict]) -> None:
+        self.now, self.reports = 0.0, iter(reports)
+        monkeypatch.setattr(repeating, "time", SimpleNamespace(monotonic=lambda: self.now))
+        monkeypatch.setattr("teparity.tools.killmatrix.run_gate", self)
+
+    def __call__(self, paths: list[str], workdir: Path, mutation: None, args: list[str], *, name: str, env: None) -> GateRun:
+        self.now += 100.0
+        report = next(self.reports)
+        (workdir / f"{name}.json").write_text(json.dumps(report))
+        return GateRun(None, 0, "", report)
+
+
+def test_a_repeat_in_parts_stops_before_its_deadline_and_resumes_with_the_runs_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Part 1 has 250 s: after two 100 s runs a third would end at 300 s, so it stops; part 2 runs 3 and 4,
+    and run 4's other number is named against runs 1-3, across the parts."""
+    steady = _report(("t::a", "pass", "max|d| 0"))
+    _Gate(monkeypatch, [steady, steady])
+    first, stable = repeating.repeat(4, _WARM, tmp_path, progress=lambda line: None, deadline_s=250)
+    assert not stable and [run["run"] for run in first["runs"]] == [1, 2]
+    kept = json.loads((tmp_path / "repeat.json").read_text())
+    assert kept["parts"][0]["runs"] == [1, 2] and kept["parts"][0]["stopped"].startswith("deadline: run 3 would end")
+    _Gate(monkeypatch, [steady, _report(("t::a", "pass", "max|d| 0.5"))])
+    second, stable = repeating.repeat(4, _WARM, tmp_path, progress=lambda line: None, resume=True)
+    assert not stable and [run["part"] for run in second["runs"]] == [1, 1, 2, 2]
+    assert [part["runs"] for part in second["parts"]] == [[1, 2], [3, 4]] and second["parts"][1]["stopped"] == "done"
+    assert second["changed"]["t::a"] == [{"runs": [1, 2, 3], "outcome": "pass", "evidence": "max|d| 0"},
+                                         {"runs": [4], "outcome": "pass", "evidence": "max|d| 0.5"}]
+
+
+def test_a_resumed_repeat_that_agrees_is_stable_and_a_run_on_another_stack_is_a_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def on(thunder: str) -> dict:
+        return _report(("t::a", "pass", "max|d| 0")) | {"environment": {"versions": {"thunder": thunder}, "launch": thunder}}
+
+    _Gate(monkeypatch, [on("0.2.6"), on("0.2.6")])
+    repeating.repeat(3, _WARM, tmp_path, progress=lambda line: None, deadline_s=250)
+    _Gate(monkeypatch, [on("0.2.6")])
+    result, stable = repeating.repeat(3, _WARM, tmp_path, progress=lambda line: None, resume=True)
+    assert stable and result["stack_changed"] == {} and len(result["runs"]) == 3
+    (tmp_path / "moved").mkdir()
+    _Gate(monkeypatch, [on("0.2.6"), on("0.2.7")])
+    result, stable = repeating.repeat(2, _WARM, tmp_path / "moved", progress=lambda line: None)
+    assert not stable and not result["changed"]
+    assert result["stack_changed"] == {"versions": [{"thunder": "0.2.6"}, {"thunder": "0.2.7"}]}
+
+
+def test_a_resume_with_nothing_to_continue_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(repeating.ResumeError, match="nothing to resume: .*repeat.json does not exist"):
+        repeating.repeat(3, _WARM, tmp_path, resume=True)
+    _Gate(monkeypatch, [_report(("t::a", "pass", "")), _report(("t::a", "pass", ""))])
+    repeating.repeat(2, _WARM, tmp_path, progress=lambda line: None)
+    with pytest.raises(repeating.ResumeError, match="already holds 2 runs of the 2 asked for"):
+        repeating.repeat(2, _WARM, tmp_path, resume=True)
+    with pytest.raises(repeating.ResumeError, match="repeated other pytest arguments"):
+        repeating.repeat(3, ["tests/numerics"], tmp_path, resume=True)
+    (tmp_path / "run02.json").unlink()
+    with pytest.raises(repeating.ResumeError, match="the parity report of run 2, is gone"):
+        repeating.repeat(3, _WARM, tmp_path, resume=True)
 
 
 @pytest.mark.multirank

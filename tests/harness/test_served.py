@@ -130,9 +130,10 @@ def test_a_repeat_forks_every_runs_ranks_from_one_fork_server(tmp_path: Path) ->
         if name == "shared":
             log = (workdir / "forkserver" / "forkserver.log").read_text()
             server = int(log.split("teparity fork server: pid ", 1)[1].split()[0])
-            assert result["fork_server"] == f"one for every run, pid {server}, started by python -m teparity repeat", result
+            assert result["fork_server"] == f"one for every run of a part, pid {server}, started by python -m teparity repeat", result
             assert not own_servers, f"a run of the repeat started its own fork server: {own_servers}"
-            assert log.count("serving pid") == 2, log
+            assert log.count("serving pid") == 3, log  # the repeat, waiting for its imports; then each run
+            assert result["parts"][0]["fork_server_ready_s"] > 0, result["parts"]
             assert all(f"the fork server of python -m teparity repeat, pid {server}," in launch for launch in launches), launches
         else:
             assert len(own_servers) == 2, f"--server-per-run: {len(own_servers)} fork servers for 2 runs"

@@ -56,10 +56,26 @@ def test_options_around_repeats_count_are_its_own_and_what_follows_the_dashes_is
     from teparity import __main__ as cli
 
     seen = {}
-    monkeypatch.setattr(cli, "repeat_command", lambda count, args, workdir, per_run: seen.update(
+    monkeypatch.setattr(cli, "repeat_command", lambda count, args, workdir, per_run, resume, deadline: seen.update(
         count=count, args=args, workdir=workdir, per_run=per_run) or 0)
     assert cli.main([*words, "--", "-n", "2", "tests/trace", "--", "x"]) == 0
     assert seen == {"count": 3, "args": ["-n", "2", "tests/trace", "--", "x"], "workdir": Path("W"), "per_run": False}
+
+
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        (["--resume"], "--resume needs the --workdir of the repeat to continue"),
+        (["--resume", "--workdir", "{tmp}"], "nothing to resume: {tmp}/repeat.json does not exist"),
+        (["--deadline-s", "0"], "argument --deadline-s: must be positive, got 0"),
+        (["--deadline-s", "soon"], "argument --deadline-s: not a number: 'soon'"),
+    ],
+)
+def test_a_repeat_with_nothing_to_resume_or_no_time_is_a_usage_error(tmp_path: Path, words: list[str], said: str) -> None:
+    words = [word.format(tmp=tmp_path) for word in words]
+    done = subprocess.run([sys.executable, "-m", "teparity", "repeat", "3", *words, "--", "tests/trace"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and said.format(tmp=tmp_path) in done.stderr and "Traceback" not in done.stderr, done
 
 
 def test_serve_without_a_command_is_a_usage_error_and_a_missing_command_exits_127() -> None:

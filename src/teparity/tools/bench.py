@@ -11,7 +11,7 @@ time went: how many rank processes (and fork servers: one per run, in the contro
 process had to start its own) it started and what their start-up cost, summed from their logs (torch
 import, process group, TE and thunder imports, CUDA init), and how many processes forked ranks from them. ``bench.json`` holds
 ``seconds`` and ``speedup`` per mode (after an untimed warm-up run), ``identical``, the tests that
-differ, ``startup`` per mode, each run's exit status and the environment. The pytest output and parity
+differ, ``startup`` and ``phases`` (the parity report's) per mode, each run's exit status and the environment. The pytest output and parity
 report of each run sit beside it. A differing verdict or number fails the command.
 """
 
@@ -26,6 +26,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+from teparity.gate.timeline import describe_phases
 from teparity.launch.forkserver import FORK_SERVER_VARIABLE
 from teparity.tools.served import served
 
@@ -80,6 +81,12 @@ def differing_tests(*reports: dict[str, Any]) -> list[str]:
     return sorted(node for node in nodes if len({run.get(node) for run in runs}) > 1)
 
 
+def phases_line(report: dict[str, Any]) -> str:
+    """The run's phases (``teparity.gate.timeline``) as a line: where its seconds went beyond its tests'."""
+    phases = (report.get("timeline") or {}).get("phases")
+    return describe_phases(phases) if phases else "no phases in its report"
+
+
 def _without_server() -> dict[str, str]:
     """This process's environment, naming no fork server: a fresh, warm or forked run starts its own."""
     return {name: value for name, value in os.environ.items() if name != FORK_SERVER_VARIABLE}
@@ -117,7 +124,8 @@ def bench(pytest_args: list[str], workdir: Path, modes: tuple[str, ...] = MODES,
             progress(f"{mode}: {elapsed:.1f} s, exit {run.returncode}, {len(verdicts(run.report))} tests reported; "
                      f"{started['processes']} rank processes and {started['fork_servers']} fork servers started "
                      f"({started['fork_server_clients']} processes forked ranks from them), "
-                     f"{started['total_s']:.0f} s of their start-up ({phases}), {started['tasks_s']:.0f} s of their runs")
+                     f"{started['total_s']:.0f} s of their start-up ({phases}), {started['tasks_s']:.0f} s of their runs; "
+                     f"{phases_line(run.report)}")
     differing = differing_tests(*(run["report"] for run in runs.values()))
     first = verdicts(runs[modes[0]]["report"])
     identical = bool(first) and not differing and len({run["exitstatus"] for run in runs.values()}) == 1
@@ -131,6 +139,7 @@ def bench(pytest_args: list[str], workdir: Path, modes: tuple[str, ...] = MODES,
         "tests": len(first),
         "startup": {mode: run["startup"] for mode, run in runs.items()},
         "launch": {mode: run["launch"] for mode, run in runs.items()},
+        "phases": {mode: (run["report"].get("timeline") or {}).get("phases", {}) for mode, run in runs.items()},
         "served_fork_server": {"pid": server.pid, "ready_s": server.ready_s} if server else None,
         "pytest_args": pytest_args,
         "warmup": warmup,

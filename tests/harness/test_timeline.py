@@ -1,0 +1,79 @@
+"""The parity report's timeline says where a run's time went, not only its tests': when the process started,
+when the xdist workers were up and had collected, when the first test started and the last one ended, when
+the workers went down and when the session ended, after every plugin's session finish."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from teparity.gate.timeline import PHASES, Timeline
+
+_TESTS = """import time
+
+import pytest
+
+
+@pytest.mark.check("phases")
+def test_one():
+    time.sleep(0.3)
+
+
+@pytest.mark.check("phases")
+def test_two():
+    pass
+"""
+#: A plugin whose session finish takes a second in the controller (or a lone process): a run's wall time
+#: must hold it, as pytest's own does.
+_SLOW_FINISH = """import time
+
+
+def pytest_sessionfinish(session):
+    if not hasattr(session.config, "workerinput"):
+        time.sleep(1.0)
+"""
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> dict:
+    pytester.makepyfile(test_phases=_TESTS)
+    pytester.makeconftest(_SLOW_FINISH)
+    result = pytester.runpytest_subprocess("-p", "teparity.plugin", "-p", "no:cacheprovider", "--teparity-ranks=warm",
+                                           "--teparity-report", "report.json", *args)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.stdout.fnmatch_lines(["teparity time: *seconds from configure: process started -*, session started *"])
+    return json.loads((pytester.path / "report.json").read_text())["timeline"]
+
+
+def _in_order(phases: dict[str, float]) -> None:
+    assert list(phases) == [p for p in PHASES if p in phases]
+    assert list(phases.values()) == sorted(phases.values()), phases
+    assert phases["process_started"] < 0 <= phases["session_started"]
+
+
+def test_an_xdist_run_marks_its_workers_and_every_plugins_session_finish(pytester: pytest.Pytester) -> None:
+    timeline = _run(pytester, "-n", "2")
+    phases = timeline["phases"]
+    assert {"workers_ready", "workers_collected", "workers_down"} <= set(phases), phases
+    assert "collected" not in phases  # the controller collects nothing
+    _in_order(phases)
+    first = min(test["start_s"] for test in timeline["tests"])
+    assert phases["first_test_started"] == pytest.approx(first, abs=0.002)
+    assert phases["session_finished"] - phases["last_test_finished"] >= 1.0  # the conftest's slow finish
+    assert timeline["wall_s"] == phases["session_finished"]
+
+
+def test_a_lone_run_marks_its_collection(pytester: pytest.Pytester) -> None:
+    phases = _run(pytester, "-p", "no:xdist")["phases"]
+    assert "collected" in phases and not {"workers_ready", "workers_collected", "workers_down"} & set(phases)
+    _in_order(phases)
+    assert phases["session_finished"] - phases["last_test_finished"] >= 1.0
+
+
+def test_a_phase_keeps_its_latest_mark_and_unknown_phases_are_refused() -> None:
+    timeline = Timeline(started=100.0)
+    timeline.mark("workers_ready", 102.0)
+    timeline.mark("workers_ready", 101.0)  # an earlier worker's report, arriving late
+    assert timeline.phases() == {"workers_ready": 2.0}
+    with pytest.raises(ValueError, match="unknown phase 'workers_up'"):
+        timeline.mark("workers_up", 103.0)
