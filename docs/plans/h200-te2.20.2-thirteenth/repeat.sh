@@ -9,8 +9,9 @@ mkdir -p /tmp/repeat
 if [ -n "${RESUME:-}" ]; then tar xzf "$RESUME" -C /tmp/repeat; MORE=--resume; fi
 PYTHONPATH=$DEV:$BASE:$PWD/src python3 -m teparity doctor > /tmp/sum/01-doctor.txt 2>&1
 s=$(date +%s%N)
-PYTHONPATH=$DEV:$BASE:$PWD/src python3 -m teparity repeat 20 ${MORE:-} --deadline-s $(( ${LIMIT_S:-585} - SECONDS - 15 )) \
-  --workdir /tmp/repeat -- $G -n 8 > /tmp/repeat.out 2>&1
+# --deadline-s stops the repeat between runs; timeout is the backstop for a run that overruns the guess.
+timeout $(( ${LIMIT_S:-585} - SECONDS )) env PYTHONPATH=$DEV:$BASE:$PWD/src python3 -m teparity repeat 20 ${MORE:-} \
+  --deadline-s $(( ${LIMIT_S:-585} - SECONDS - 15 )) --workdir /tmp/repeat -- $G -n 8 > /tmp/repeat.out 2>&1
 { echo "== repeat rc=$? wall=$(( ($(date +%s%N)-s)/1000000 )) ms"; tail -25 /tmp/repeat.out; } > /tmp/sum/02-repeat.txt
 cat /tmp/sum/*.txt > $OUT/summary.txt
 cp /tmp/repeat/repeat.json $OUT/
