@@ -81,9 +81,14 @@ def differing_tests(*reports: dict[str, Any]) -> list[str]:
     return sorted(node for node in nodes if len({run.get(node) for run in runs}) > 1)
 
 
+def report_phases(report: dict[str, Any]) -> dict[str, float]:
+    """A parity report's phases (``teparity.gate.timeline``), or none where it has no timeline."""
+    return (report.get("timeline") or {}).get("phases", {})
+
+
 def phases_line(report: dict[str, Any]) -> str:
-    """The run's phases (``teparity.gate.timeline``) as a line: where its seconds went beyond its tests'."""
-    phases = (report.get("timeline") or {}).get("phases")
+    """The run's phases as a line: where its seconds went beyond its tests'."""
+    phases = report_phases(report)
     return describe_phases(phases) if phases else "no phases in its report"
 
 
@@ -139,7 +144,7 @@ def bench(pytest_args: list[str], workdir: Path, modes: tuple[str, ...] = MODES,
         "tests": len(first),
         "startup": {mode: run["startup"] for mode, run in runs.items()},
         "launch": {mode: run["launch"] for mode, run in runs.items()},
-        "phases": {mode: (run["report"].get("timeline") or {}).get("phases", {}) for mode, run in runs.items()},
+        "phases": {mode: report_phases(run["report"]) for mode, run in runs.items()},
         "served_fork_server": {"pid": server.pid, "ready_s": server.ready_s} if server else None,
         "pytest_args": pytest_args,
         "warmup": warmup,

@@ -13,7 +13,7 @@ for before the first run, unless ``server_per_run``: each run then starts its ow
 A repeat longer than one sitting (a device call has a time limit) runs in parts: ``deadline_s`` stops it
 before a run that would not finish in time (the longest run so far is the guess), and ``resume`` continues
 the repeat in the same workdir, judging the new runs with the old ones' reports. ``parts`` says which runs ran
-in which part, on which host and when; a run on another stack (versions, GPUs, teparity commit, launch)
+in which part, on which host and when; a run on another stack (versions, GPUs, teparity commit, ranks and backend)
 counts as a change (``stack_changed``).
 """
 
