@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from teparity.gate.matrix import compatibility_matrix
@@ -125,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"the launch modes to compare, in this order (default {','.join(MODES)})")
     timing.add_argument("--no-warmup", dest="warmup", action="store_false",
                         help="time the first mode cold: no untimed run first to fill the caches that outlive a run")
+    _standby_option(timing, "the served mode's fork server")
     again = commands.add_parser("repeat", usage="%(prog)s [options] N -- PYTEST ARGS", help="the gate N times in a row: every test whose verdict or evidence changed")
     again.add_argument("count", type=_at_least_two, metavar="N", help="how many runs (N >= 2)")
     again.add_argument("--workdir", type=Path, help="repeat.json, every report and log (default: a new temp dir)")
@@ -135,9 +137,11 @@ def main(argv: list[str] | None = None) -> int:
                        "--resume continues")
     again.add_argument("--resume", action="store_true",
                        help="continue the repeat in --workdir up to N runs, judging the new runs with its earlier ones")
+    _standby_option(again, "the fork server of the runs")
     serving = commands.add_parser("serve", usage="%(prog)s [options] -- COMMAND [ARGS]",
                                   help="run COMMAND (a shell, a script) with one fork server for every pytest run it starts")
     serving.add_argument("--workdir", type=Path, help="the fork server's socket and log (default: a new temp dir)")
+    _standby_option(serving, "the fork server")
     bisecting = commands.add_parser("bisect", usage="%(prog)s [options] --good BUILD --bad BUILD -- PYTEST ARGS", help="the first build between a good and a bad one whose gate verdict changes")
     bisecting.add_argument("--package", choices=PACKAGES, default="lightning-thunder")
     bisecting.add_argument("--good", required=True, type=valid_version, help="a build that passes the tests")
@@ -159,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         if not pytest_args:
             serving.error("name the command to run after --, e.g. -- bash")
-        return serve_command(pytest_args, args.workdir)
+        return serve_command(pytest_args, args.workdir, args.standby_ranks)
     if args.command == "bisect":
         try:
             return bisect_command(args.package, args.good, args.bad, pytest_args, args.wheels, args.workdir, args.entry)
@@ -169,11 +173,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.resume and args.workdir is None:
             again.error("--resume needs the --workdir of the repeat to continue")
         try:
-            return repeat_command(args.count, pytest_args, args.workdir, args.server_per_run, args.resume, args.deadline_s)
+            return repeat_command(args.count, pytest_args, args.workdir, args.server_per_run, args.resume, args.deadline_s,
+                                  args.standby_ranks)
         except ResumeError as error:
             again.error(str(error))
     if args.command == "bench":
-        return bench_command(pytest_args, args.workdir, args.modes, args.warmup)
+        return bench_command(pytest_args, args.workdir, args.modes, args.warmup, args.standby_ranks)
     if args.command == "doctor":
         return doctor()
     if args.command == "durations":
@@ -188,21 +193,39 @@ def main(argv: list[str] | None = None) -> int:
     return matrix(args.reports, args.output, args.along)
 
 
+def _standby_option(parser: argparse.ArgumentParser, server: str) -> None:
+    from teparity.tools.served import default_standby_ranks
+
+    parser.add_argument("--standby-ranks", type=_not_negative, default=default_standby_ranks(), metavar="N",
+                        help=f"ranks {server} keeps forked ahead, each having imported thunder, initialised CUDA and "
+                        f"run TE's first FP8 steps before a run takes it (default: one per core, {default_standby_ranks()}; "
+                        "0: none)")
+
+
+def _whole_number(minimum: int, too_few: str) -> Callable[[str], int]:
+    """An option type for a count of at least ``minimum``; ``too_few`` formats the refusal of a smaller one."""
+
+    def parse(text: str) -> int:
+        try:
+            count = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if count < minimum:
+            raise argparse.ArgumentTypeError(too_few.format(count))
+        return count
+
+    return parse
+
+
+_not_negative = _whole_number(0, "must be 0 or more, got {}")
+_at_least_two = _whole_number(2, "a repeat needs at least 2 runs, got {}")
+
+
 def _modes(text: str) -> tuple[str, ...]:
     modes = tuple(text.split(","))
     if any(mode not in MODES for mode in modes) or len(set(modes)) != len(modes):
         raise argparse.ArgumentTypeError(f"distinct names from {', '.join(MODES)}, comma-separated; got {text!r}")
     return modes
-
-
-def _at_least_two(text: str) -> int:
-    try:
-        count = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if count < 2:
-        raise argparse.ArgumentTypeError(f"a repeat needs at least 2 runs, got {count}")
-    return count
 
 
 def _workdir(workdir: Path | None, prefix: str) -> Path:
@@ -217,11 +240,12 @@ def _progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def bench_command(pytest_args: list[str], workdir: Path | None, modes: tuple[str, ...], warmup: bool) -> int:
+def bench_command(pytest_args: list[str], workdir: Path | None, modes: tuple[str, ...], warmup: bool,
+                  standby_ranks: int = 0) -> int:
     from teparity.tools.bench import bench
 
     workdir = _workdir(workdir, "teparity-bench-")
-    result, identical = bench(pytest_args, workdir, modes, progress=_progress, warmup=warmup)
+    result, identical = bench(pytest_args, workdir, modes, progress=_progress, warmup=warmup, standby_ranks=standby_ranks)
     times = ", ".join(f"{mode} {seconds} s" for mode, seconds in result["seconds"].items())
     speedups = ", ".join(f"{modes[0]}/{mode} {x}x" for mode, x in result["speedup"].items() if mode != modes[0])
     print(
@@ -233,12 +257,12 @@ def bench_command(pytest_args: list[str], workdir: Path | None, modes: tuple[str
 
 
 def repeat_command(count: int, pytest_args: list[str], workdir: Path | None, server_per_run: bool = False,
-                   resume: bool = False, deadline_s: float | None = None) -> int:
+                   resume: bool = False, deadline_s: float | None = None, standby_ranks: int = 0) -> int:
     from teparity.tools.repeat import repeat
 
     workdir = _workdir(workdir, "teparity-repeat-")
     result, stable = repeat(count, pytest_args, workdir, progress=_progress, server_per_run=server_per_run,
-                            resume=resume, deadline_s=deadline_s)
+                            resume=resume, deadline_s=deadline_s, standby_ranks=standby_ranks)
     done = len(result["runs"])
     if stable:
         print(f"{count} runs, {result['tests']} tests: no verdict or evidence changed")
@@ -257,16 +281,17 @@ def repeat_command(count: int, pytest_args: list[str], workdir: Path | None, ser
     return 0 if stable else 1
 
 
-def serve_command(command: list[str], workdir: Path | None) -> int:
-    """``command``'s exit status, after running it with one fork server named to every pytest run it starts;
-    Ctrl-C is the command's to handle (this process waits for it, then ends the server)."""
+def serve_command(command: list[str], workdir: Path | None, standby_ranks: int = 0) -> int:
+    """``command``'s exit status, after running it with one fork server named to every pytest run it starts
+    (with ``standby_ranks`` ranks forked ahead); Ctrl-C is the command's to handle (this process waits for
+    it, then ends the server)."""
     import signal
     import subprocess
 
     from teparity.tools.served import served
 
     workdir = _workdir(workdir, "teparity-serve-")
-    with served("python -m teparity serve", workdir) as server:
+    with served("python -m teparity serve", workdir, standby_ranks=standby_ranks) as server:
         _progress(f"teparity serve: fork server pid {server.pid} (log {server.log}) for the pytest runs of: "
                   f"{' '.join(command)}")
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)

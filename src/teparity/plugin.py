@@ -411,8 +411,10 @@ def _ranks_label(config: pytest.Config) -> str:
             refused = f"; {_outer_server_refused}" if _outer_server_refused else ""
             return f"forked ranks (one fork server for the run, pid {server.process.pid}, imports {imports}{refused})"
         if (outer := pool.adopted_server()) is not None:
+            standby = (f"; it keeps {outer.standby.count} ranks forked ahead, each having run "
+                       f"{outer.standby.prologue} and {outer.standby.warm_up}") if outer.standby else ""
             return (f"forked ranks (the fork server of {outer.owner}, pid {outer.pid}, started before this run and "
-                    f"shared with the runs it starts, imports {imports})")
+                    f"shared with the runs it starts, imports {imports}{standby})")
         return f"forked ranks (one fork server for the run, imports {imports})"
     return f"{mode} ranks"
 

@@ -113,12 +113,13 @@ def test_a_fork_server_names_the_files_it_imported_that_changed_since(tmp_path: 
 
 def test_a_repeat_forks_every_runs_ranks_from_one_fork_server(tmp_path: Path) -> None:
     """Two runs of a repeat of gate checks that fork ranks: both controllers forked from the one server the
-    repeat started and neither started its own (repeat.json and their headers say so); with
-    ``--server-per-run`` each run started its own."""
+    repeat started and neither started its own (repeat.json and their headers say so), and each run's ranks
+    are that server's standby ranks, which ran the gate's rank prologue before the run; with
+    ``--server-per-run`` each run started its own, which keeps none."""
     root = Path(__file__).resolve().parents[2]
     environ = {k: v for k, v in os.environ.items() if k != FORK_SERVER_VARIABLE}
     checks = ["tests/trace/test_legacy_backward_sync.py", "-k", "ranks[ddp-legacy]", "-p", "no:xdist"]
-    for name, extra in (("shared", []), ("own", ["--server-per-run"])):
+    for name, extra in (("shared", ["--standby-ranks", "2"]), ("own", ["--server-per-run"])):
         workdir = tmp_path / name
         run = subprocess.run([sys.executable, "-m", "teparity", "repeat", "2", "--workdir", str(workdir), *extra, "--", *checks],
                              cwd=root, env=environ, capture_output=True, text=True, timeout=600, check=False)
@@ -134,8 +135,18 @@ def test_a_repeat_forks_every_runs_ranks_from_one_fork_server(tmp_path: Path) ->
             assert not own_servers, f"a run of the repeat started its own fork server: {own_servers}"
             assert log.count("serving pid") == 3, log  # the repeat, waiting for its imports; then each run
             assert result["parts"][0]["fork_server_ready_s"] > 0, result["parts"]
-            assert all(f"the fork server of python -m teparity repeat, pid {server}," in launch for launch in launches), launches
+            assert result["parts"][0]["standby_ranks"]["count"] == 2, result["parts"]
+            assert all(f"the fork server of python -m teparity repeat, pid {server}," in launch
+                       and "it keeps 2 ranks forked ahead, each having run teparity.inrank.task.preload" in launch
+                       for launch in launches), launches
+            for number in (1, 2):
+                ranks = sorted((workdir / f"run0{number}").rglob("rank*.log"))
+                assert len(ranks) == 2 and all(
+                    f"teparity rank: a standby rank of the fork server (pid {server}), ready " in rank.read_text()
+                    and "teparity rank preload, done before this run: " in rank.read_text() for rank in ranks
+                ), f"run {number}'s ranks were not the server's standbys: {[rank.read_text()[:300] for rank in ranks]}"
         else:
+            assert not [rank for rank in workdir.rglob("rank*.log") if "standby" in rank.read_text()], "a run's own server kept standbys"
             assert len(own_servers) == 2, f"--server-per-run: {len(own_servers)} fork servers for 2 runs"
             assert result["fork_server"].startswith("each run's own"), result
             assert all("one fork server for the run" in launch for launch in launches), launches

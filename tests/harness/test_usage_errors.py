@@ -56,7 +56,7 @@ def test_options_around_repeats_count_are_its_own_and_what_follows_the_dashes_is
     from teparity import __main__ as cli
 
     seen = {}
-    monkeypatch.setattr(cli, "repeat_command", lambda count, args, workdir, per_run, resume, deadline: seen.update(
+    monkeypatch.setattr(cli, "repeat_command", lambda count, args, workdir, per_run, resume, deadline, standby: seen.update(
         count=count, args=args, workdir=workdir, per_run=per_run) or 0)
     assert cli.main([*words, "--", "-n", "2", "tests/trace", "--", "x"]) == 0
     assert seen == {"count": 3, "args": ["-n", "2", "tests/trace", "--", "x"], "workdir": Path("W"), "per_run": False}
@@ -69,6 +69,8 @@ def test_options_around_repeats_count_are_its_own_and_what_follows_the_dashes_is
         (["--resume", "--workdir", "{tmp}"], "nothing to resume: {tmp}/repeat.json does not exist"),
         (["--deadline-s", "0"], "argument --deadline-s: must be positive, got 0"),
         (["--deadline-s", "soon"], "argument --deadline-s: not a number: 'soon'"),
+        (["--standby-ranks", "-1"], "argument --standby-ranks: must be 0 or more, got -1"),
+        (["--standby-ranks", "all"], "argument --standby-ranks: not a whole number: 'all'"),
     ],
 )
 def test_a_repeat_with_nothing_to_resume_or_no_time_is_a_usage_error(tmp_path: Path, words: list[str], said: str) -> None:

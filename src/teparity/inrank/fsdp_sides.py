@@ -28,7 +28,7 @@ from teparity.inrank.sides import (
     _grad_output,
     _input,
     _model,
-    _te_scale_update,
+    te_scale_update,
     _thunder_snapshot,
 )
 from teparity.inrank.syncspy import record_fp8_syncs
@@ -39,7 +39,7 @@ from teparity.stack.versions import find_te_executors, jit_fsdp, jit_options, te
 
 def run_eager_fsdp(rank: int, world_size: int, spec: PairSpec, scale_update: ScaleUpdate = "fused") -> list[CaseRun]:
     """Eager TE under torch FSDP2 on this rank, on TE's ``scale_update`` path."""
-    with _te_scale_update(scale_update):
+    with te_scale_update(scale_update):
         return _run_side("eager", rank, world_size, spec)
 
 

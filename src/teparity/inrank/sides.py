@@ -91,7 +91,7 @@ def _device() -> str:
 
 def run_eager(rank: int, world_size: int, spec: PairSpec, scale_update: ScaleUpdate = "fused") -> list[CaseRun]:
     """Eager TE on this rank, on TE's ``scale_update`` path (``teparity.records.ScaleUpdate``)."""
-    with _te_scale_update(scale_update):
+    with te_scale_update(scale_update):
         return _run_side("eager", rank, world_size, spec)
 
 
@@ -112,7 +112,7 @@ def _run_side(side: Side, rank: int, world_size: int, spec: PairSpec, run_case: 
 UNFUSED_UPDATE_VARIABLE = "NVTE_UNFUSED_FP8_UPDATE"
 
 
-def _te_scale_update(update: ScaleUpdate) -> Any:
+def te_scale_update(update: ScaleUpdate) -> Any:
     """Make TE take the Python update for the duration ("fused": leave the environment as it is)."""
     import os
     from unittest import mock

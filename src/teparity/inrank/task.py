@@ -65,19 +65,22 @@ def reset_between_runs() -> None:
 
 def preload() -> None:
     """Import TE (where it can run) and thunder and initialise CUDA, logging the time of each: what every
-    rank pays once (a warm rank before its first run, a fresh rank before its only one)."""
+    rank pays once (a warm rank before its first run, a fresh rank before its only one; a standby rank of the
+    fork server before a run takes it, which then logs what it did ahead)."""
     global _preloaded
+    if _preloaded:
+        print(f"teparity rank preload, done before this run: {', '.join(_preload_timings)}", flush=True)
+        return
     import torch
 
     from teparity.stack.versions import installed_version
 
-    timings = []
     clock = time.monotonic()
 
     def took(what: str) -> None:
         nonlocal clock
         now = time.monotonic()
-        timings.append(f"{what} {now - clock:.2f} s")
+        _preload_timings.append(f"{what} {now - clock:.2f} s")
         clock = now
 
     if installed_version("transformer_engine") is not None and torch.cuda.is_available():
@@ -91,4 +94,39 @@ def preload() -> None:
         torch.cuda.init()
         took("CUDA init")
     _preloaded = True
-    print(f"teparity rank preload: {', '.join(timings)}", flush=True)
+    print(f"teparity rank preload: {', '.join(_preload_timings)}", flush=True)
+
+
+_preload_timings: list[str] = []
+
+
+def warm_up() -> None:
+    """A standby rank's warm-up after ``preload``, before a run takes it: TE's first FP8 steps (a process's
+    first FP8 step with TE's Python scale update compiles it, about 2.5 s; the fused update's first call and
+    cuBLAS's first FP8 GEMM), so that the first side it runs costs what later ones do; then the reset a run
+    starts with. Only where TE runs on one FP8 GPU: TE keeps its cuBLAS workspace on the device of its first
+    GEMM, and with several GPUs a rank runs on the GPU of its rank."""
+    import torch
+
+    if "transformer_engine.pytorch" not in sys.modules or not torch.cuda.is_available() or torch.cuda.device_count() != 1:
+        return
+    if torch.cuda.get_device_capability() < (8, 9):
+        return
+    import transformer_engine.pytorch as te
+
+    from teparity.inrank.sides import te_scale_update
+    from teparity.stack import recipes
+    from teparity.stack.versions import te_autocast
+
+    clock = time.monotonic()
+    layer = te.Linear(32, 32, device="cuda")
+    x = torch.randn(16, 32, device="cuda", requires_grad=True)
+    for update in ("python", "fused"):
+        with te_scale_update(update):
+            with te_autocast(recipes.build("delayed")):
+                y = layer(x)
+            y.float().sum().backward()
+    torch.cuda.synchronize()
+    del layer, x, y
+    reset_between_runs()
+    print(f"teparity rank warm-up: TE's first FP8 steps {time.monotonic() - clock:.2f} s", flush=True)

@@ -24,11 +24,23 @@ file descriptors: the rank's end
 of its task pipe and the write end of a status pipe, on which the server writes the child's pid at once
 and its exit code (``Process.exitcode``'s convention) when it reaps it. The child unpickles the call only
 after it took the client's environment, so the server imports nothing but its preload.
+
+Standby ranks (``Standby``, a server that outlives its runs: ``teparity.tools.served``): the server keeps
+ranks forked ahead of requests, each of which has run the prologue of the pools it stands in for (and a
+warm-up) in the server's environment: what a rank forked at a run's request would spend its first seconds
+on (importing thunder, which cannot be imported before a fork; CUDA; the first FP8 step). A ``fork`` that
+names that prologue takes one (a ready one first, else one still warming) instead of a new child; the
+standby then takes the client's environment as a forked child does, and checks, before the prologue runs
+again (``check_standby``), that none of the files it imported changed since. The server forks new
+standbys while no client has a rank running (between the runs of a command), and stops where one failed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import faulthandler
+import importlib
 import json
 import os
 import pickle
@@ -42,7 +54,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, NoReturn
@@ -96,7 +108,8 @@ def _send(sock: socket.socket, message: Any, fds: list[int] | None = None) -> No
     data = pickle.dumps(message)
     frame = _LENGTH.pack(len(data)) + data
     sent = socket.send_fds(sock, [frame], fds) if fds else 0
-    sock.sendall(frame[sent:])
+    if sent < len(frame):  # a send of nothing to a peer that read it all and closed its end raises EPIPE
+        sock.sendall(frame[sent:])
 
 
 def _recv_exactly(sock: socket.socket, size: int, start: bytes = b"") -> bytes:
@@ -152,15 +165,27 @@ class StartedServer:
             self.process.wait(timeout=10)
 
 
+@dataclass(frozen=True)
+class Standby:
+    """Ranks a fork server keeps forked ahead of requests: ``count`` of them, each having run ``prologue`` (the
+    dotted name of the pools' prologue it stands in for; a request naming another gets a new child) and then
+    ``warm_up`` (a dotted name, or None) in the server's environment (module docstring)."""
+
+    count: int
+    prologue: str
+    warm_up: str | None = None
+
+
 _BOOT = ("import json, sys; config = json.loads(sys.argv[1]); sys.path[:] = config['path']; "
          "from teparity.launch.forkserver import serve; serve(config)")
 
 
-def start_server(preload: tuple[str, ...], log_dir: Path, env: dict[str, str] | None = None) -> StartedServer:
+def start_server(preload: tuple[str, ...], log_dir: Path, env: dict[str, str] | None = None,
+                 standby: Standby | None = None) -> StartedServer:
     """Start a fork server owned by this process (call it from the main thread: the server dies when the
-    thread that started it ends), in ``env`` (default: this process's environment). It returns at once; the
-    server imports ``preload`` (their times go to ``log_dir/forkserver.log``, and so does anything it
-    prints) and then serves."""
+    thread that started it ends), in ``env`` (default: this process's environment), keeping ``standby``
+    ranks forked ahead where given. It returns at once; the server imports ``preload`` (their times go to
+    ``log_dir/forkserver.log``, and so does anything it and its standby ranks print) and then serves."""
     log_dir.mkdir(parents=True, exist_ok=True)
     socket_dir = log_dir if len(str(log_dir / _SOCKET_NAME)) <= _MAX_SOCKET_PATH else Path(
         tempfile.mkdtemp(prefix="teparity-fs-"))
@@ -170,7 +195,7 @@ def start_server(preload: tuple[str, ...], log_dir: Path, env: dict[str, str] | 
         os.unlink(address)
     log = log_dir / "forkserver.log"
     config = {"path": [p for p in sys.path], "address": address, "parent": os.getpid(), "log": str(log),
-              "preload": list(preload)}
+              "preload": list(preload), "standby": None if standby is None else asdict(standby)}
     env = {k: v for k, v in (os.environ if env is None else env).items() if k != FORK_SERVER_VARIABLE}
     with open(log, "ab") as out:
         process = subprocess.Popen([sys.executable, "-c", _BOOT, json.dumps(config)], env=env,
@@ -245,6 +270,28 @@ class ForkServerClient:
         self.environment: tuple[tuple[str, str], ...] = tuple(tuple(item) for item in reply["environment"])
         #: How many of the files the server imported changed since, and the first few of them.
         self.changed: tuple[int, tuple[str, ...]] = (reply["changed"][0], tuple(reply["changed"][1]))
+        #: The server's standby ranks (``Standby``), or None where it keeps none.
+        self.standby: Standby | None = None if reply["standby"] is None else Standby(**reply["standby"])
+
+    def standby_status(self) -> dict[str, Any]:
+        """The server's standby ranks now: ``ready`` (done warming), ``warming``, ``taken`` so far, and
+        ``failed`` (why it stopped forking them, or None)."""
+        _send(self.sock, {"op": "standby"})
+        return _recv(self.sock)[0]
+
+    def wait_for_standby(self, timeout: float) -> float:
+        """Seconds until every standby rank is ready (or the server stopped forking them); TimeoutError after
+        ``timeout``. A timed run that starts once they are ready does not share the machine with their
+        warm-up."""
+        clock = time.monotonic()
+        while self.standby is not None:
+            status = self.standby_status()
+            if status["failed"] or status["ready"] >= self.standby.count:
+                break
+            if time.monotonic() - clock > timeout:
+                raise TimeoutError(f"the fork server's standby ranks are not ready after {timeout:g} s: {status}")
+            time.sleep(0.2)
+        return time.monotonic() - clock
 
     def _failure(self, what: str, pid: int) -> ForkServerError:
         alive = _alive(pid)
@@ -268,7 +315,9 @@ class ForkServerClient:
                     raise self._failure(f"cannot connect ({type(error).__name__})", pid) from None
                 time.sleep(0.05)
 
-    def start(self, target: Callable[..., Any], args: tuple[Any, ...]) -> tuple[ForkedProcess, Connection]:
+    def start(self, target: Callable[..., Any], args: tuple[Any, ...], prologue: str | None = None) -> tuple[ForkedProcess, Connection]:
+        """Fork ``target(connection, *args)``; ``prologue``: the dotted name of the prologue the target runs
+        first, so that a standby rank that already ran it may serve the request."""
         import multiprocessing
 
         parent_end, child_end = multiprocessing.Pipe()
@@ -276,7 +325,7 @@ class ForkServerClient:
         call = pickle.dumps((target, args))
         payload = pickle.dumps((list(sys.path), os.getcwd(), dict(os.environ), call))
         try:
-            _send(self.sock, {"op": "fork", "payload": payload}, [child_end.fileno(), status_write])
+            _send(self.sock, {"op": "fork", "payload": payload, "prologue": prologue}, [child_end.fileno(), status_write])
         except OSError as error:
             self.broken = True
             os.close(status_read)
@@ -348,11 +397,110 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+@dataclass
+class _StandbyRank:
+    """A rank forked ahead of requests: its pid, the server's end of its socket, when it was forked, and once
+    it said it is ready, the files it imported beyond the server's with their stamps (None: still warming)."""
+
+    pid: int
+    sock: socket.socket
+    forked: float
+    stamps: dict[str, Stamp | None] | None = None
+
+
+class _Standbys:
+    """The server's standby ranks (``Standby``; module docstring): forked ahead, taken by requests that name
+    their prologue, forked anew between runs; none once one exited before a request took it."""
+
+    def __init__(self, config: dict[str, Any] | None, selector: selectors.BaseSelector, server_files: set[str]) -> None:
+        self.config, self.selector, self.server_files = config, selector, server_files
+        self.ranks: dict[socket.socket, _StandbyRank] = {}
+        #: Standbys forked and not taken (nor killed as stale): one that exits is a failure.
+        self.unclaimed: set[int] = set()
+        self.taken = 0
+        self.failed: str | None = None
+
+    def status(self) -> dict[str, Any]:
+        ready = sum(rank.stamps is not None for rank in self.ranks.values())
+        return {"ready": ready, "warming": len(self.ranks) - ready, "taken": self.taken, "failed": self.failed}
+
+    def sockets(self) -> list[socket.socket]:
+        return list(self.ranks)
+
+    def fill(self, server: int, inherited: list[Any]) -> None:
+        """Fork standbys up to their count (a child closes ``inherited``, the server's descriptors)."""
+        while self.config and not self.failed and len(self.ranks) < self.config["count"]:
+            ours, theirs = socket.socketpair()
+            try:
+                pid = os.fork()
+            except OSError as error:
+                ours.close()
+                theirs.close()
+                self._fail(f"forking a standby rank failed: {error}")
+                return
+            if pid == 0:
+                _standby(theirs, self.config, self.server_files, server, [ours, *inherited, *self.ranks])
+            theirs.close()
+            self.ranks[ours] = _StandbyRank(pid, ours, time.monotonic())
+            self.unclaimed.add(pid)
+            self.selector.register(ours, selectors.EVENT_READ)
+
+    def readable(self, sock: Any) -> bool:
+        """Read what a standby said on ``sock`` (that it is ready); False where ``sock`` is no standby's."""
+        rank = self.ranks.get(sock)
+        if rank is None:
+            return False
+        try:
+            message, _ = _recv(sock)
+        except (EOFError, OSError):  # it ended; its reaping says how
+            self._retire(rank).close()
+            return True
+        rank.stamps = message["stamps"]
+        _log(f"standby pid {rank.pid} ready {time.monotonic() - rank.forked:.1f} s after its fork, at {wall_clock()}")
+        return True
+
+    def take(self, prologue: str | None) -> _StandbyRank | None:
+        """A standby for a request whose target runs ``prologue`` first: a ready one whose imported files are
+        unchanged (a stale one is killed), else the longest warming; None where none fits."""
+        if not self.config or prologue != self.config["prologue"]:
+            return None
+        for rank in sorted(self.ranks.values(), key=lambda rank: (rank.stamps is None, rank.forked)):
+            self._retire(rank)
+            self.unclaimed.discard(rank.pid)
+            if rank.stamps is not None and (changed := changed_files(rank.stamps))[0]:
+                _log(f"standby pid {rank.pid} killed, not taken: {changed[0]} of the files it imported changed since "
+                     f"({', '.join(changed[1])})")
+                rank.sock.close()
+                os.kill(rank.pid, signal.SIGKILL)
+                continue
+            self.taken += 1
+            return rank
+        return None
+
+    def reaped(self, pid: int, exitcode: int) -> None:
+        """A child ended: a standby that no request took is a failure (no more are forked)."""
+        if pid not in self.unclaimed:
+            return
+        self.unclaimed.discard(pid)
+        for rank in [rank for rank in self.ranks.values() if rank.pid == pid]:
+            self._retire(rank).close()
+        self._fail(f"standby rank pid {pid} ended (exit code {exitcode}) before a request took it; its output is in "
+                   f"the fork server's log")
+
+    def _retire(self, rank: _StandbyRank) -> socket.socket:
+        self.selector.unregister(rank.sock)
+        del self.ranks[rank.sock]
+        return rank.sock
+
+    def _fail(self, why: str) -> None:
+        if self.failed is None:
+            self.failed = why
+            _log(f"no more standby ranks: {why}")
+
+
 def serve(config: dict[str, Any]) -> NoReturn:
     """The fork server's main: listen, import the preload, then accept clients and fork for them until the
     owner dies (and with it this process)."""
-    import importlib
-
     _die_with_parent(config["parent"])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the owner, which ends the run
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -376,8 +524,13 @@ def serve(config: dict[str, Any]) -> NoReturn:
     selector.register(wake_read, selectors.EVENT_READ)
     clients: dict[socket.socket, _Client] = {}
     statuses: dict[int, int] = {}  # child pid -> write end of its status pipe
-    hello = {"pid": os.getpid(), "preload": config["preload"], "environment": served}
+    standbys = _Standbys(config.get("standby"), selector, set(stamps))
+    hello = {"pid": os.getpid(), "preload": config["preload"], "environment": served, "standby": config.get("standby")}
     own_uid, server = os.getuid(), os.getpid()
+
+    def inherited() -> list[Any]:
+        """What a child must close: the server's listener, selector, pipes and its clients' sockets."""
+        return [listener, selector, wake_read, wake_write, *clients, *statuses.values()]
 
     def reap() -> None:
         while True:
@@ -387,14 +540,16 @@ def serve(config: dict[str, Any]) -> NoReturn:
                 return
             if pid == 0:
                 return
+            exitcode = os.waitstatus_to_exitcode(status)
             if (fd := statuses.pop(pid, None)) is not None:
                 try:
-                    os.write(fd, _STATUS.pack(os.waitstatus_to_exitcode(status)))
+                    os.write(fd, _STATUS.pack(exitcode))
                 except OSError:  # the client is gone
                     pass
                 os.close(fd)
             for client in clients.values():
                 client.children.discard(pid)
+            standbys.reaped(pid, exitcode)
 
     def drop(sock: socket.socket) -> None:
         client = clients.pop(sock)
@@ -407,8 +562,31 @@ def serve(config: dict[str, Any]) -> NoReturn:
                 pass
         _log(f"pid {client.pid} left; its {len(client.children)} running ranks killed")
 
-    def fork(sock: socket.socket, client: _Client, payload: bytes, fds: list[int]) -> None:
+    def started(client: _Client, pid: int, status: int) -> None:
+        """Tell the client the pid of the process that runs its request."""
+        statuses[pid] = status
+        client.children.add(pid)
+        try:
+            os.write(status, _STATUS.pack(pid))
+        except OSError:  # the client is gone; drop() kills the child
+            pass
+
+    def fork(client: _Client, message: dict[str, Any], fds: list[int]) -> None:
         task, status = fds
+        if (rank := standbys.take(message.get("prologue"))) is not None:
+            try:
+                _send(rank.sock, {"op": "take", "payload": message["payload"]}, [task])
+            except OSError:  # it ended meanwhile: fork anew
+                _log(f"standby pid {rank.pid} could not be handed the request of pid {client.pid}; forking anew:\n{traceback.format_exc()}")
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(rank.pid, signal.SIGKILL)
+            else:
+                _log(f"pid {client.pid} took standby pid {rank.pid} ({'ready' if rank.stamps is not None else 'still warming'})")
+                os.close(task)
+                started(client, rank.pid, status)
+                return
+            finally:
+                rank.sock.close()
         try:
             pid = os.fork()
         except OSError:
@@ -417,16 +595,13 @@ def serve(config: dict[str, Any]) -> NoReturn:
             os.close(status)
             return
         if pid == 0:
-            _child(payload, task, server, [listener, selector, wake_read, wake_write, *clients, status, *statuses.values()])
+            _child(message["payload"], task, server, [*inherited(), *standbys.sockets()])
         os.close(task)
-        statuses[pid] = status
-        client.children.add(pid)
-        try:
-            os.write(status, _STATUS.pack(pid))
-        except OSError:  # the client is gone; drop() kills the child
-            pass
+        started(client, pid, status)
 
     while True:
+        if not any(client.children for client in clients.values()):  # between runs: replace the standbys taken
+            standbys.fill(server, inherited())
         for key, _ in selector.select(timeout=5.0):
             if key.fileobj is listener:
                 sock, _address = listener.accept()
@@ -442,7 +617,7 @@ def serve(config: dict[str, Any]) -> NoReturn:
                     os.read(wake_read, 4096)
                 except BlockingIOError:
                     pass
-            else:
+            elif not standbys.readable(key.fileobj):
                 sock = key.fileobj
                 client = clients[sock]
                 try:
@@ -453,40 +628,54 @@ def serve(config: dict[str, Any]) -> NoReturn:
                 if message["op"] == "hello":
                     client.pid = message["pid"]
                     _log(f"serving pid {client.pid} from {wall_clock()}")
-                    try:
-                        _send(sock, hello | {"changed": changed_files(stamps)})
-                    except OSError:  # gone already
-                        drop(sock)
+                    reply: Any = hello | {"changed": changed_files(stamps)}
+                elif message["op"] == "standby":
+                    reply = standbys.status()
                 elif message["op"] == "fork" and len(fds) == 2:
-                    fork(sock, client, message["payload"], fds)
+                    fork(client, message, fds)
+                    continue
                 else:
                     _log(f"pid {client.pid} sent a malformed request: {message.get('op')!r} with {len(fds)} fds")
                     for fd in fds:
                         os.close(fd)
+                    continue
+                try:
+                    _send(sock, reply)
+                except OSError:  # gone already
+                    drop(sock)
         reap()
 
 
-def _child(payload: bytes, task: int, server: int, inherited: list[Any]) -> NoReturn:
-    """In a forked child: die with the server, drop its descriptors and signal handlers, take the client's
-    environment, path and working directory, then run the call."""
+def _leave_server(server: int, inherited: list[Any]) -> None:
+    """In a child of the server: die with it, close its descriptors, and drop its signal handlers."""
+    _die_with_parent(server)
+    for thing in inherited:
+        if isinstance(thing, int):
+            os.close(thing)
+        else:
+            thing.close()
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _run_call(payload: bytes, task: int) -> None:
+    """Take the client's environment, path and working directory, then run its call on its task pipe (the call
+    is unpickled only now, so that the server imports nothing but its preload)."""
+    path, cwd, environ, call = pickle.loads(payload)
+    os.environ.clear()
+    os.environ.update(environ)
+    sys.path[:] = path
+    os.chdir(cwd)
+    target, args = pickle.loads(call)
+    target(Connection(task), *args)
+
+
+def _exit_child(body: Callable[[], None]) -> NoReturn:
+    """Run a child's ``body`` and exit with its status (``Process.exitcode``'s convention), flushing its output."""
     code = 1
     try:
-        _die_with_parent(server)
-        for thing in inherited:
-            if isinstance(thing, int):
-                os.close(thing)
-            else:
-                thing.close()
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        path, cwd, environ, call = pickle.loads(payload)
-        os.environ.clear()
-        os.environ.update(environ)
-        sys.path[:] = path
-        os.chdir(cwd)
-        target, args = pickle.loads(call)
-        target(Connection(task), *args)
+        body()
         code = 0
     except SystemExit as error:
         code = error.code if isinstance(error.code, int) else 1
@@ -496,3 +685,61 @@ def _child(payload: bytes, task: int, server: int, inherited: list[Any]) -> NoRe
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+def _child(payload: bytes, task: int, server: int, inherited: list[Any]) -> NoReturn:
+    """In a child forked for a request: leave the server behind, then run the call."""
+
+    def body() -> None:
+        _leave_server(server, inherited)
+        _run_call(payload, task)
+
+    _exit_child(body)
+
+
+#: In a rank that a request took from the standby ranks: the files it imported ahead with their stamps, and
+#: what it did ahead (``check_standby``).
+_taken_standby: tuple[dict[str, Stamp | None], str] | None = None
+
+
+def _standby(sock: socket.socket, config: dict[str, Any], server_files: set[str], server: int,
+             inherited: list[Any]) -> NoReturn:
+    """In a standby rank: leave the server behind, run the prologue and warm-up in the server's environment,
+    say so with the files it imported beyond the server's, then wait until a request takes it and run that."""
+
+    def body() -> None:
+        global _taken_standby
+        _leave_server(server, inherited)
+        faulthandler.register(signal.SIGUSR1, all_threads=True)  # a stack on demand, into the server's log
+        clock = time.monotonic()
+        stamps: dict[str, Stamp | None] = {}
+        for name in filter(None, (config["prologue"], config["warm_up"])):
+            module, _, function = name.rpartition(".")
+            getattr(importlib.import_module(module), function)()
+            # Stamped after the step that imported them: a change during a later step is one since.
+            stamps |= {path: stamp for path, stamp in imported_files().items() if path not in server_files and path not in stamps}
+        ahead = f"a standby rank of the fork server (pid {server}), ready {time.monotonic() - clock:.2f} s after its fork at {wall_clock()}"
+        with contextlib.suppress(OSError):  # a request took it while it warmed: the server closed its end
+            _send(sock, {"op": "ready", "stamps": stamps})
+        try:
+            message, fds = _recv(sock, max_fds=1)  # what was sent before the server closed its end stays readable
+        except EOFError:  # the server is gone (its death signal follows) or it killed this standby
+            os._exit(0)
+        sock.close()
+        _taken_standby = (stamps, ahead)
+        _run_call(message["payload"], fds[0])
+
+    _exit_child(body)
+
+
+def check_standby() -> str | None:
+    """In a rank that was a standby (``Standby``): what it did before a request took it, or RuntimeError where
+    a file it imported then changed since (it would run code no longer installed). None in any other process."""
+    if _taken_standby is None:
+        return None
+    stamps, ahead = _taken_standby
+    count, named = changed_files(stamps)
+    if count:
+        raise RuntimeError(f"this rank was {ahead}, and {count} of the files it imported then changed since "
+                           f"({', '.join(named)}): it would run code no longer installed")
+    return ahead

@@ -68,6 +68,7 @@ from teparity.launch.forkserver import (
     ForkServerClient,
     ForkServerError,
     StartedServer,
+    check_standby,
     environment,
     start_server,
 )
@@ -99,9 +100,12 @@ class Running:
 def _pool_rank_main(conn: Any, rank: int, workdir: str, parent_pid: int | None, prologue: Prologue) -> None:
     """Entry point of a warm rank: start as a fresh rank does, run the prologue, then run tasks until told
     to stop, joining each task's process group first where it is not the one this rank is in. A forked
-    rank has no ``parent_pid``: its parent is the fork server."""
+    rank has no ``parent_pid``: its parent is the fork server. A standby rank of the fork server ran the
+    prologue before a request took it, and fails here where what it imported then changed since."""
     start_rank(rank, workdir, parent_pid)
     try:
+        if (ahead := check_standby()) is not None:
+            print(f"teparity rank: {ahead}", flush=True)
         if prologue is not None:
             prologue()
     except BaseException:
@@ -167,7 +171,8 @@ class RankPool:
             for rank in range(len(self.processes), size):
                 args = (rank, str(self.run_dir), None if self.forked else os.getpid(), self.prologue)
                 if self._server is not None:
-                    process, parent_end = self._server.start(_pool_rank_main, args)
+                    process, parent_end = self._server.start(
+                        _pool_rank_main, args, prologue=None if self.prologue is None else qualified_name(self.prologue))
                 else:
                     parent_end, child_end = context.Pipe()
                     process = context.Process(target=_pool_rank_main, args=(child_end, *args), name=f"teparity-warm-rank{rank}")

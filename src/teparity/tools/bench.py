@@ -38,21 +38,25 @@ _STARTUP_LINE = re.compile(r"^teparity (?:rank \d+ start-up|rank preload|fork se
 _PHASE = re.compile(r"([A-Za-z_. ]+?) (\d+(?:\.\d+)?) s(?:,|$)")
 #: ``teparity.launch.forkserver``: a process that connected to the fork server to fork its ranks there.
 _SERVED_LINE = re.compile(r"^teparity fork server: serving pid \d+\b", re.M)
+#: ``teparity.launch.pool._pool_rank_main``: a rank that was a standby of the fork server before a run took it.
+_STANDBY_LINE = re.compile(r"^teparity rank: a standby rank of the fork server", re.M)
 #: ``teparity.launch.outcome.task_line``: the function a rank ran and its seconds.
 _TASK_LINE = re.compile(r"^teparity rank task: (\S+) (\d+(?:\.\d+)?) s$", re.M)
 
 
 def startup(basetemp: Path) -> dict[str, Any]:
     """Rank processes and fork servers a run started and their start-up seconds by phase, from their logs
-    under its pytest temp dir ("gloo process group" and "nccl process group" count as "process group"),
-    and the seconds the ranks then spent in each function they ran (``tasks``, summed over ranks);
+    under its pytest temp dir ("gloo process group" and "nccl process group" count as "process group"; a
+    standby rank's imports ran before the run and are not counted: ``standby`` says how many ranks were
+    standbys), and the seconds the ranks then spent in each function they ran (``tasks``, summed over ranks);
     ``fork_server_clients``: the processes that forked ranks from those servers."""
     seconds: dict[str, float] = {}
     tasks: dict[str, float] = {}
-    processes = clients = 0
+    processes = clients = standby = 0
     for log in [*basetemp.rglob("rank*.log"), *basetemp.rglob("forkserver.log")]:
         text = log.read_text(errors="replace")
         processes += " start-up: " in text
+        standby += _STANDBY_LINE.search(text) is not None
         clients += len(_SERVED_LINE.findall(text))
         for line in _STARTUP_LINE.findall(text):
             for phase, value in _PHASE.findall(line.strip()):
@@ -61,7 +65,7 @@ def startup(basetemp: Path) -> dict[str, Any]:
         for function, value in _TASK_LINE.findall(text):
             tasks[function] = round(tasks.get(function, 0.0) + float(value), 2)
     fork_servers = sum(1 for _ in basetemp.rglob("forkserver.log"))
-    return {"processes": processes, "fork_servers": fork_servers, "fork_server_clients": clients, "seconds": seconds,
+    return {"processes": processes, "standby": standby, "fork_servers": fork_servers, "fork_server_clients": clients, "seconds": seconds,
             "total_s": round(sum(seconds.values()), 1), "tasks": tasks, "tasks_s": round(sum(tasks.values()), 1)}
 
 
@@ -98,17 +102,24 @@ def _without_server() -> dict[str, str]:
 
 
 def bench(pytest_args: list[str], workdir: Path, modes: tuple[str, ...] = MODES,
-          progress: Callable[[str], None] = print, warmup: bool = True) -> tuple[dict[str, Any], bool]:
+          progress: Callable[[str], None] = print, warmup: bool = True, standby_ranks: int = 0) -> tuple[dict[str, Any], bool]:
     """Run each mode; return bench.json's content and whether the verdicts and evidence are identical.
     ``warmup``: first one untimed run, so that the caches that outlive a run (the environment probe's,
-    torch inductor's compiled kernels on disk) serve every timed mode alike, not only those after the first."""
+    torch inductor's compiled kernels on disk) serve every timed mode alike, not only those after the first.
+    The served mode's fork server keeps ``standby_ranks`` ranks forked ahead, and each served run starts
+    once they are ready (``served_fork_server.standby_waits_s``: the seconds waited for them before each)."""
     from teparity.tools.killmatrix import run_gate
 
-    with served(OWNER, workdir / "served-forkserver", wait=True) if "served" in modes else nullcontext() as server:
+    standby_waits: dict[str, float] = {}
+    with served(OWNER, workdir / "served-forkserver", wait=True, standby_ranks=standby_ranks) if "served" in modes else nullcontext() as server:
         if server is not None:
-            progress(f"served: its fork server (pid {server.pid}) imported its preload in {server.ready_s} s, before any run")
+            progress(f"served: its fork server (pid {server.pid}) imported its preload in {server.ready_s} s"
+                     f"{f'; its {standby_ranks} standby ranks were ready {server.standby_ready_s} s later' if standby_ranks else ''}, "
+                     "before any run")
 
         def gate(mode: str, name: str) -> Any:
+            if mode == "served" and server is not None and standby_ranks:
+                standby_waits[name] = server.wait_for_standby()
             ranks = "forked" if mode == "served" else mode
             return run_gate(pytest_args, workdir, None, [f"--teparity-ranks={ranks}"], name=name,
                             env=server.env if mode == "served" and server else _without_server())
@@ -128,9 +139,10 @@ def bench(pytest_args: list[str], workdir: Path, modes: tuple[str, ...] = MODES,
             phases = ", ".join(f"{name} {value:.0f} s" for name, value in started["seconds"].items())
             progress(f"{mode}: {elapsed:.1f} s, exit {run.returncode}, {len(verdicts(run.report))} tests reported; "
                      f"{started['processes']} rank processes and {started['fork_servers']} fork servers started "
-                     f"({started['fork_server_clients']} processes forked ranks from them), "
-                     f"{started['total_s']:.0f} s of their start-up ({phases}), {started['tasks_s']:.0f} s of their runs; "
-                     f"{phases_line(run.report)}")
+                     f"({started['fork_server_clients']} processes forked ranks from them; {started['standby']} of the ranks "
+                     f"were standbys), {started['total_s']:.0f} s of their start-up ({phases}), {started['tasks_s']:.0f} s of "
+                     f"their runs; {phases_line(run.report)}")
+        standby = server.standby_status() if server is not None and standby_ranks else None
     differing = differing_tests(*(run["report"] for run in runs.values()))
     first = verdicts(runs[modes[0]]["report"])
     identical = bool(first) and not differing and len({run["exitstatus"] for run in runs.values()}) == 1
@@ -145,7 +157,9 @@ def bench(pytest_args: list[str], workdir: Path, modes: tuple[str, ...] = MODES,
         "startup": {mode: run["startup"] for mode, run in runs.items()},
         "launch": {mode: run["launch"] for mode, run in runs.items()},
         "phases": {mode: report_phases(run["report"]) for mode, run in runs.items()},
-        "served_fork_server": {"pid": server.pid, "ready_s": server.ready_s} if server else None,
+        "served_fork_server": {"pid": server.pid, "ready_s": server.ready_s, "standby_ranks": standby_ranks,
+                               "standby_ready_s": server.standby_ready_s, "standby_waits_s": standby_waits,
+                               "standby_status": standby} if server else None,
         "pytest_args": pytest_args,
         "warmup": warmup,
         "environment": runs[modes[-1]]["report"].get("environment", {}),

@@ -45,10 +45,11 @@ class ResumeError(ValueError):
 
 
 def repeat(count: int, pytest_args: list[str], workdir: Path, progress: Callable[[str], None] = print, *,
-           server_per_run: bool = False, resume: bool = False, deadline_s: float | None = None) -> tuple[dict[str, Any], bool]:
+           server_per_run: bool = False, resume: bool = False, deadline_s: float | None = None,
+           standby_ranks: int = 0) -> tuple[dict[str, Any], bool]:
     """Run the gate until ``count`` runs are done (``resume``: counting those of the repeat in ``workdir``),
     or until the next would end past ``deadline_s`` seconds from now; return repeat.json's content and
-    whether every run agreed."""
+    whether every run agreed. The shared fork server keeps ``standby_ranks`` ranks forked ahead."""
     from teparity.tools.killmatrix import run_gate
 
     runs, parts = _resumed(count, pytest_args, workdir) if resume else ([], [])
@@ -59,11 +60,13 @@ def repeat(count: int, pytest_args: list[str], workdir: Path, progress: Callable
     shared = forks_ranks(pytest_args) and not server_per_run
     began = time.monotonic()
     # The runs wait for no import: each run's seconds are then alike, and so the guess at the next one's.
-    with served(OWNER, workdir / "forkserver", wait=True) if shared else nullcontext() as server:
+    with served(OWNER, workdir / "forkserver", wait=True, standby_ranks=standby_ranks) if shared else nullcontext() as server:
         fork_server = f"one for every run of a part, pid {server.pid}, started by {OWNER}" if server else "each run's own, if it forks ranks"
         if server is not None:
             part["fork_server_ready_s"] = server.ready_s
-            progress(f"part {part['part']}: its fork server (pid {server.pid}) imported its preload in {server.ready_s} s, before any run")
+            part["standby_ranks"] = {"count": standby_ranks, "ready_s": server.standby_ready_s}
+            progress(f"part {part['part']}: its fork server (pid {server.pid}) imported its preload in {server.ready_s} s"
+                     f"{_standby_line(standby_ranks, server.standby_ready_s)}, before any run")
         for number in range(len(runs) + 1, count + 1):
             longest = max((run["seconds"] for run in runs), default=0.0)
             if deadline_s is not None and part["runs"] and time.monotonic() - began + longest > deadline_s:
@@ -85,6 +88,10 @@ def repeat(count: int, pytest_args: list[str], workdir: Path, progress: Callable
             part["stopped"] = "done"
     (workdir / "repeat.json").write_text(json.dumps(result, indent=2) + "\n")  # how the part stopped
     return result, stable
+
+
+def _standby_line(count: int, ready_s: float | None) -> str:
+    return f"; its {count} standby ranks were ready {ready_s} s later" if count else ""
 
 
 def _name(number: int) -> str:

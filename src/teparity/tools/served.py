@@ -5,6 +5,11 @@ A run's controller takes the server named in its environment where it fits the r
 the same environment, and none of its imported files changed since it imported them
 (``teparity.launch.pool.fork_server_for_run``); else it starts its own and its header says why. The server
 lives as long as the command and dies with it, and its ranks with it, as a run's own does with the run.
+
+The server keeps standby ranks (``teparity.launch.forkserver.Standby``): forked ahead, each having run the
+gate's rank prologue (``teparity.inrank.task.preload``: thunder's import, CUDA) and warm-up (TE's first FP8
+steps) before a run asks for ranks, so that a run's ranks start with that done. Between runs the server forks
+new ones for those taken.
 """
 
 from __future__ import annotations
@@ -15,37 +20,84 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from teparity.gate.ranks import FORK_PRELOAD
+from teparity.inrank.task import preload, warm_up
 from teparity.launch import rank_env
-from teparity.launch.forkserver import FORK_SERVER_VARIABLE, ForkServerClient, start_server
+from teparity.launch.forkserver import FORK_SERVER_VARIABLE, ForkServerClient, Standby, StartedServer, start_server
+from teparity.launch.outcome import qualified_name
+
+#: How long a command waits for the standby ranks' warm-up before a timed run (they are ready in seconds).
+STANDBY_DEADLINE_S = 300.0
+
+
+def default_standby_ranks() -> int:
+    """One standby rank per core: a run at ``-n N`` with 2-rank tests starts 2N ranks, and N is at most the
+    cores."""
+    return os.cpu_count() or 1
 
 
 @dataclass(frozen=True)
 class Served:
-    """A running shared fork server: the environment that names it to a run, its pid, its log, and the
-    seconds it took to import its preload (none: not waited for)."""
+    """A running shared fork server: the environment that names it to a run, the server, the seconds it took
+    to import its preload and then to have its standby ranks ready (none: not waited for)."""
 
     env: dict[str, str]
-    pid: int
-    log: Path
+    started: StartedServer
+    owner: str
     ready_s: float | None
+    standby_ready_s: float | None
+
+    @property
+    def pid(self) -> int:
+        return self.started.process.pid
+
+    @property
+    def log(self) -> Path:
+        return self.started.log
+
+    def wait_for_standby(self) -> float:
+        """Seconds until its standby ranks are all ready (after a run took some, it forks new ones), so that
+        a timed run does not share the machine with their warm-up."""
+        client = self._client()
+        try:
+            return round(client.wait_for_standby(STANDBY_DEADLINE_S), 1)
+        finally:
+            client.sock.close()
+
+    def standby_status(self) -> dict[str, Any]:
+        """Its standby ranks now (``ForkServerClient.standby_status``): how many runs took, and whether they failed."""
+        client = self._client()
+        try:
+            return client.standby_status()
+        finally:
+            client.sock.close()
+
+    def _client(self) -> ForkServerClient:
+        return ForkServerClient(self.started.address, self.pid, str(self.log), self.owner)
 
 
 @contextmanager
-def served(owner: str, log_dir: Path, *, wait: bool = False) -> Iterator[Served]:
+def served(owner: str, log_dir: Path, *, wait: bool = False, standby_ranks: int = 0) -> Iterator[Served]:
     """Start a fork server in the environment that a run gives its ranks (the rank defaults applied, as the
-    run's controller applies them) and yield what names it to the runs: this process's environment with
-    ``FORK_SERVER_VARIABLE`` set. ``wait``: return once it imported its preload (so that a timed run does
-    not share the machine with its imports). ``owner`` is what the runs' headers call it."""
-    started = start_server(FORK_PRELOAD, log_dir, env=rank_env.with_defaults(os.environ))
+    run's controller applies them) with ``standby_ranks`` ranks forked ahead, and yield what names it to the
+    runs: this process's environment with ``FORK_SERVER_VARIABLE`` set. ``wait``: return once it imported
+    its preload and its standby ranks are ready (so that a timed run does not share the machine with
+    either). ``owner`` is what the runs' headers call it."""
+    standby = Standby(standby_ranks, qualified_name(preload), qualified_name(warm_up)) if standby_ranks else None
+    started = start_server(FORK_PRELOAD, log_dir, env=rank_env.with_defaults(os.environ), standby=standby)
     try:
-        ready_s = None
+        ready_s = standby_ready_s = None
         if wait:
             clock = time.monotonic()
-            ForkServerClient(started.address, started.process.pid, str(started.log), owner).sock.close()
+            client = ForkServerClient(started.address, started.process.pid, str(started.log), owner)
             ready_s = round(time.monotonic() - clock, 1)
-        yield Served({**os.environ, FORK_SERVER_VARIABLE: started.name(owner)}, started.process.pid, started.log, ready_s)
+            try:
+                standby_ready_s = round(client.wait_for_standby(STANDBY_DEADLINE_S), 1) if standby else None
+            finally:
+                client.sock.close()
+        yield Served({**os.environ, FORK_SERVER_VARIABLE: started.name(owner)}, started, owner, ready_s, standby_ready_s)
     finally:
         started.stop()
 
