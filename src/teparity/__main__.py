@@ -198,7 +198,7 @@ def _standby_option(parser: argparse.ArgumentParser, server: str) -> None:
 
     parser.add_argument("--standby-ranks", type=_not_negative, default=default_standby_ranks(), metavar="N",
                         help=f"ranks {server} keeps forked ahead, each having imported thunder, initialised CUDA and "
-                        f"run TE's first FP8 steps before a run takes it (default: one per core, {default_standby_ranks()}; "
+                        f"run TE's first FP8 steps before a run takes it (default: two per core, at most 32: {default_standby_ranks()}; "
                         "0: none)")
 
 

@@ -6,11 +6,14 @@ fast and never touch CUDA); what the machine can run comes from the cached envir
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import gc
 import os
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -125,8 +128,29 @@ def pytest_cmdline_main(config: pytest.Config) -> Any:
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     if config.stash.get(_LONGEST_FIRST, False):
-        return schedule.make_scheduler(config, log)
+        return schedule.make_scheduler(config, log, _units_folder(config))
     return None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Name to each xdist worker the folder where it writes its tests' shared-run keys for the scheduler."""
+    if node.config.stash.get(_LONGEST_FIRST, False):
+        node.workerinput[schedule.UNITS_INPUT] = str(_units_folder(node.config))
+
+
+def _units_folder(config: pytest.Config) -> Path:
+    """The controller's folder for the workers' shared-run keys (``teparity.gate.schedule``), made once."""
+    if _UNITS not in config.stash:
+        import shutil
+        import tempfile
+
+        folder = config.stash[_UNITS] = Path(tempfile.mkdtemp(prefix="teparity-units-"))
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    return config.stash[_UNITS]
+
+
+_UNITS = pytest.StashKey[Path]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -135,6 +159,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "fp8: needs TransformerEngine and an FP8-capable GPU (sm_89+); skipped otherwise, with the reason",
         "legacy_sync: needs thunder's legacy TE executor with its backward sync; skipped otherwise, with the reason",
         "multirank: spawns ranks with torch.distributed",
+        f"{schedule.MARKER}(key): tests with one key share a rank run (under -n they go to one worker, so that it runs "
+        "once); key is a format string over the test's parameters, or a callable of them",
     ):
         config.addinivalue_line("markers", line)
     if injected := config.getoption("teparity_inject"):
@@ -144,6 +170,13 @@ def pytest_configure(config: pytest.Config) -> None:
     _register_hypothesis_profiles()
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(ParityReporter(config), "teparity-parity-reporter")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Leave quickly: what exists at exit is frozen out of the interpreter's last garbage collection, which
+    took about 1 s once torch and thunder were imported; an xdist run ends only once its workers have exited
+    (docs/facts.md, "Where a run's last second went"). Every exit handler still runs."""
+    atexit.register(gc.freeze)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -184,10 +217,15 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 _PRESTARTED = pytest.StashKey[bool]()
 
 
+@pytest.hookimpl(tryfirst=True)  # before an xdist worker reports its collection, which schedules the run
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Where this process started ranks while it collected, import torch now from a thread: its tests judge
-    torch tensors from the ranks, and this process waits while the ranks run its first side, so the import
-    overlaps that wait instead of the collection (collecting the gate imports no torch)."""
+    """In an xdist worker of a longest-first run, write its tests' shared-run keys for the scheduler. Where this
+    process started ranks while it collected, import torch now from a thread: its tests judge torch tensors
+    from the ranks, and this process waits while the ranks run its first side, so the import overlaps that
+    wait instead of the collection (collecting the gate imports no torch)."""
+    workerinput = getattr(session.config, "workerinput", {})
+    if schedule.UNITS_INPUT in workerinput:
+        schedule.write_units(workerinput[schedule.UNITS_INPUT], workerinput["workerid"], session.items)
     if session.config.stash.get(_PRESTARTED, False) and "torch" not in sys.modules:
         import importlib
         import threading

@@ -64,12 +64,14 @@ def _ddp_spec(executor: str, recipe_id: str = "delayed") -> PairSpec:
 
 @pytest.mark.parametrize("recipe_id", ["delayed", "delayed-e4m3-len4-max"])
 @pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.shares_runs("ddp-{executor}-{recipe_id}")
 @pytest.mark.check("ddp[{recipe_id}]")
 def test_ddp_matches_torch_ddp(executor: str, recipe_id: str, parity: Pairs, world_size: int) -> None:
     _assert_ddp_parity(parity.run(_ddp_spec(executor, recipe_id), world_size=world_size, measure_fused=True), parity)
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.shares_runs("ddp-{executor}-delayed")  # ddp[delayed]'s sides
 @pytest.mark.check("ddp-first-step")
 def test_first_ddp_step_matches_torch_ddp(executor: str, parity: Pairs, world_size: int) -> None:
     """Step 0 alone, free of drift between the sides' weights: it tells a first step that is already wrong

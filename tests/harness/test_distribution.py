@@ -1,9 +1,12 @@
 """Under ``-n`` the gate schedules its tests longest first unless the user picked a ``--dist``: the long
 tests start together, each with a short one queued behind it, and a worker that frees up takes the
-longest one left."""
+longest one left; tests that share a rank run (``shares_runs``) go to one worker together, so it runs once."""
 
 from __future__ import annotations
 
+import json
+import textwrap
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -44,9 +47,10 @@ class _Node:
         self.shutting_down = True
 
 
-def _scheduler(durations: dict[str, float], nodes: int, collection: list[str] | None = None) -> tuple[Any, list[_Node]]:
+def _scheduler(durations: dict[str, float], nodes: int, collection: list[str] | None = None,
+               units: Path | None = None) -> tuple[Any, list[_Node]]:
     config = SimpleNamespace(getvalue=lambda name: [f"{nodes}*popen"], getoption=lambda name: None, cache=None)
-    scheduler = schedule.make_scheduler(config, None)
+    scheduler = schedule.make_scheduler(config, None, units)
     scheduler.durations, scheduler.unknown = durations, max(durations.values())
     workers = [_Node(f"gw{n}") for n in range(nodes)]
     collection = collection or list(durations)
@@ -78,3 +82,71 @@ def test_an_unknown_test_is_expected_to_take_as_long_as_the_longest_known() -> N
     scheduler, (gw0,) = _scheduler({"short": 1.5, "long": 20.0}, 1, collection=["short", "new"])
     assert scheduler.expected(scheduler.collection.index("new")) == 20.0
     assert scheduler.collection[gw0.sent[0]] == "new"
+
+
+def test_tests_that_share_a_run_go_to_one_worker_as_one_unit(tmp_path: Path) -> None:
+    """A unit's expected duration is its tests' sum: the two 6 s tests that share a run (12 s) go before the
+    10 s test, together, to the first worker; the third test sharing nothing keeps its own place."""
+    (tmp_path / "gw1.json").write_text(json.dumps({"shared-a": "run-x", "shared-b": "run-x"}))
+    durations = {"alone": 10.0, "shared-a": 6.0, "other": 8.0, "shared-b": 6.0}
+    scheduler, (gw0, gw1) = _scheduler(durations, 2, units=tmp_path)
+    names = scheduler.collection
+    assert [names[i] for i in gw0.sent] == ["shared-a", "shared-b"]
+    assert [names[i] for i in gw1.sent] == ["alone", "other"]
+
+
+def test_without_the_workers_keys_every_test_is_a_unit_of_its_own(tmp_path: Path) -> None:
+    scheduler, (gw0, gw1) = _scheduler({"shared-a": 6.0, "shared-b": 6.0, "other": 1.0}, 2, units=tmp_path)
+    assert [scheduler.collection[i] for i in gw0.sent] == ["shared-a", "other"]
+
+
+def test_a_worker_writes_the_keys_of_its_tests_from_their_parameters(pytester: pytest.Pytester,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Format strings and callables over the parameters; an xdist run writes them for the scheduler, and every
+    test of a key runs on one worker (a module-scoped fixture that counts its runs runs once per key)."""
+    pytester.makepyfile(test_shared=textwrap.dedent("""
+        import os
+        import pytest
+
+        @pytest.fixture(scope="module", params=["a", "b"])
+        def scenario(request):
+            with open(os.environ["TEPARITY_TEST_RUNS"], "a") as runs:
+                runs.write(f"{request.param} {os.environ['PYTEST_XDIST_WORKER']}\\n")
+            return request.param
+
+        @pytest.mark.shares_runs("scenario-{scenario}")
+        @pytest.mark.parametrize("check", range(4))
+        def test_check(scenario, check):
+            pass
+
+        @pytest.mark.shares_runs(lambda params: f"half-{params['n'] // 2}")
+        @pytest.mark.parametrize("n", range(4))
+        def test_called(n):
+            pass
+    """))
+    runs = pytester.path / "runs.txt"
+    monkeypatch.setenv("TEPARITY_TEST_RUNS", str(runs))
+    result = pytester.runpytest_subprocess("-p", "teparity.plugin", "-p", "no:cacheprovider", "--teparity-ranks=warm", "-n", "3")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
+    assert sorted(line.split()[0] for line in runs.read_text().splitlines()) == ["a", "b"], runs.read_text()
+
+
+def test_shared_run_keys_from_a_format_string_or_a_callable(pytester: pytest.Pytester) -> None:
+    items = pytester.getitems(textwrap.dedent("""
+        import pytest
+
+        @pytest.mark.shares_runs("ddp-{executor}-{recipe}")
+        @pytest.mark.parametrize("recipe", ["delayed"])
+        @pytest.mark.parametrize("executor", ["legacy"])
+        def test_formatted(executor, recipe):
+            pass
+
+        @pytest.mark.shares_runs(lambda params: f"sharding-{params['variant'].split('-')[0]}")
+        @pytest.mark.parametrize("variant", ["zero2-layer"])
+        def test_called(variant):
+            pass
+
+        def test_alone():
+            pass
+    """))
+    assert [schedule.shared_run_key(item) for item in items] == ["ddp-legacy-delayed", "sharding-zero2", None]

@@ -5,6 +5,7 @@ the workers went down and when the session ended, after every plugin's session f
 from __future__ import annotations
 
 import json
+import textwrap
 
 import pytest
 
@@ -77,3 +78,26 @@ def test_a_phase_keeps_its_latest_mark_and_unknown_phases_are_refused() -> None:
     assert timeline.phases() == {"workers_ready": 2.0}
     with pytest.raises(ValueError, match="unknown phase 'workers_up'"):
         timeline.mark("workers_up", 103.0)
+
+
+def test_every_process_of_a_run_leaves_its_objects_out_of_the_last_garbage_collection(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interpreter's last collection took about a second once torch and thunder were imported, and an xdist
+    run ends only once its workers exited: the plugin freezes what exists at exit (``gc.freeze``), in the
+    controller and in every worker, and every exit handler still runs."""
+    pytester.makeconftest(textwrap.dedent("""
+        import atexit, gc, os
+
+        def pytest_configure(config):  # registered first, so this handler runs last
+            def said():
+                with open(os.path.join(os.environ["TEPARITY_TEST_OUT"], f"{os.getpid()}.txt"), "w") as out:
+                    out.write(str(gc.get_freeze_count()))
+            atexit.register(said)
+    """))
+    pytester.makepyfile(test_one="def test_one():\n    pass\n\ndef test_two():\n    pass\n")
+    out = pytester.mkdir("out")
+    monkeypatch.setenv("TEPARITY_TEST_OUT", str(out))
+    result = pytester.runpytest_subprocess("-p", "teparity.plugin", "-p", "no:cacheprovider", "--teparity-ranks=warm", "-n", "2")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
+    counts = [int(path.read_text()) for path in out.iterdir()]
+    assert len(counts) == 3 and all(count > 0 for count in counts), f"objects frozen at exit per process (controller, 2 workers): {counts}"

@@ -49,6 +49,7 @@ def torch_fsdp() -> dict[str, list[DdpTransformRun]]:
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.shares_runs(lambda params: f"fsdp-transform-torch-{VARIANTS[params['variant']][0]}")  # torch_fsdp's run
 @pytest.mark.check("fsdp-transform-matches-torch-fsdp[{variant}]")
 def test_fsdp_transform_matches_torch_fsdp(
     variant: str, teparity_env: Any, rank_runner: RankRunner, world_size: int, evidence: Any,

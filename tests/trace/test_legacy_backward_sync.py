@@ -70,29 +70,39 @@ def _assert_runs_once(env: Any, runs: list[LegacySyncRun], evidence: Any) -> Non
     evidence(f"{len(runs)} rank(s) x {STEPS} steps: 1 sync per backward ({runs[0].recorder_mode})")
 
 
+#: The checks of one scenario judge one run of it (a module-scoped fixture): under -n, one worker runs them.
+ONE_PROCESS = pytest.mark.shares_runs("legacy-sync-1proc")
+ON_THE_RANKS = pytest.mark.shares_runs("legacy-sync-{parallel}")
+
+
+@ONE_PROCESS
 @pytest.mark.check("bwd-sync-placement[1proc]")
 def test_backward_sync_placement(executor: str, teparity_env: Any, single_process: list[LegacySyncRun], evidence: Any) -> None:
     _assert_placement(teparity_env, single_process, ddp=False, evidence=evidence)
 
 
+@ONE_PROCESS
 @pytest.mark.check("fwd-has-no-sync[1proc]")
 def test_no_sync_in_forward(executor: str, teparity_env: Any, single_process: list[LegacySyncRun], evidence: Any) -> None:
     assert_no_violations(check_no_forward_sync(single_process[0].forward), _context(teparity_env, single_process))
     evidence(f"forward trace: {len(single_process[0].forward.rows)} symbols, no sync")
 
 
+@ONE_PROCESS
 @pytest.mark.check("bwd-sync-runs-once[1proc]")
 def test_sync_runs_once_per_backward(executor: str, teparity_env: Any, single_process: list[LegacySyncRun], evidence: Any) -> None:
     _assert_runs_once(teparity_env, single_process, evidence)
 
 
 @pytest.mark.multirank
+@ON_THE_RANKS
 @pytest.mark.check("bwd-sync-placement[{parallel}]")
 def test_backward_sync_placement_on_the_ranks(executor: str, teparity_env: Any, parallel: list[LegacySyncRun], evidence: Any) -> None:
     _assert_placement(teparity_env, parallel, ddp=True, evidence=evidence)
 
 
 @pytest.mark.multirank
+@ON_THE_RANKS
 @pytest.mark.check("fwd-has-no-sync[{parallel}]")
 def test_no_sync_in_forward_on_the_ranks(executor: str, teparity_env: Any, parallel: list[LegacySyncRun], evidence: Any) -> None:
     violations = [v for run in parallel for v in check_no_forward_sync(run.forward)]
@@ -101,12 +111,14 @@ def test_no_sync_in_forward_on_the_ranks(executor: str, teparity_env: Any, paral
 
 
 @pytest.mark.multirank
+@ON_THE_RANKS
 @pytest.mark.check("bwd-sync-runs-once[{parallel}]")
 def test_sync_runs_once_per_backward_on_the_ranks(executor: str, teparity_env: Any, parallel: list[LegacySyncRun], evidence: Any) -> None:
     _assert_runs_once(teparity_env, parallel, evidence)
 
 
 @pytest.mark.fp8
+@ONE_PROCESS
 @pytest.mark.check("te-claims-every-linear[1proc]")
 def test_te_claims_every_linear(executor: str, teparity_env: Any, single_process: list[LegacySyncRun], evidence: Any) -> None:
     """On an FP8 GPU the sync tests above mean something only if TE, not torch, ran the linears."""

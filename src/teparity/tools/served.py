@@ -32,10 +32,14 @@ from teparity.launch.outcome import qualified_name
 STANDBY_DEADLINE_S = 300.0
 
 
+#: The most standby ranks kept by default: each holds its imports and, on a GPU, a CUDA context.
+MAX_DEFAULT_STANDBY = 32
+
+
 def default_standby_ranks() -> int:
-    """One standby rank per core: a run at ``-n N`` with 2-rank tests starts 2N ranks, and N is at most the
-    cores."""
-    return os.cpu_count() or 1
+    """Two standby ranks per core, at most ``MAX_DEFAULT_STANDBY``: a run at ``-n N`` with 2-rank tests starts 2N
+    ranks, and N is at most the cores."""
+    return min(2 * (os.cpu_count() or 1), MAX_DEFAULT_STANDBY)
 
 
 @dataclass(frozen=True)
