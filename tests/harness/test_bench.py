@@ -7,11 +7,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from teparity.tools import bench as benching
+from teparity.tools import killmatrix
 from teparity.tools import repeat as repeating
 from teparity.tools.bench import differing_tests, startup
 from teparity.tools.killmatrix import GateRun
@@ -60,6 +64,32 @@ def test_startup_sums_each_phase_over_every_rank_log(tmp_path: Path) -> None:
                                   "import thunder": 3.0, "CUDA init": 0.4}
     assert summary["total_s"] == 21.6
     assert summary["tasks"] == {"teparity.inrank.sides.run_eager": 1.25} and summary["tasks_s"] == 1.2
+
+
+def test_a_served_runs_seconds_leave_out_the_wait_for_its_standby_ranks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bench waits, untimed, before each served run until the standby ranks that the run before took are
+    ready again: a served run's seconds are its own (a bench once timed the wait with the run)."""
+    waits: list[str] = []
+
+    class _Server(SimpleNamespace):
+        def wait_for_standby(self) -> float:
+            waits.append("waited")
+            time.sleep(1.0)
+            return 1.0
+
+        def standby_status(self) -> dict:
+            return {"ready": 2, "warming": 0, "taken": 4, "failed": None}
+
+    @contextmanager
+    def served(*args: object, **kwargs: object):
+        yield _Server(env={}, pid=1, ready_s=0.1, standby_ready_s=0.1)
+
+    monkeypatch.setattr(benching, "served", served)
+    monkeypatch.setattr(killmatrix, "run_gate", lambda *args, **kwargs: GateRun(None, 0, "", _report(("t", "pass", "e"))))
+    result, identical = benching.bench(["tests/trace"], tmp_path, ("served",), progress=lambda line: None, standby_ranks=2)
+    assert identical and waits == ["waited", "waited"], (waits, result)  # before the warm-up, then before the run
+    assert result["seconds"]["served"] < 0.5, result["seconds"]
+    assert result["served_fork_server"]["standby_waits_s"] == {"warmup": 1.0, "served": 1.0}, result["served_fork_server"]
 
 
 def test_repeat_names_each_test_that_changed_with_the_runs_that_saw_each_version(

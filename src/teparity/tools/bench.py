@@ -118,18 +118,23 @@ def bench(pytest_args: list[str], workdir: Path, modes: tuple[str, ...] = MODES,
                      "before any run")
 
         def gate(mode: str, name: str) -> Any:
-            if mode == "served" and server is not None and standby_ranks:
-                standby_waits[name] = server.wait_for_standby()
             ranks = "forked" if mode == "served" else mode
             return run_gate(pytest_args, workdir, None, [f"--teparity-ranks={ranks}"], name=name,
                             env=server.env if mode == "served" and server else _without_server())
 
+        def ready(mode: str, name: str) -> None:
+            """Before a served run, untimed: its standby ranks ready (a run before it took some)."""
+            if mode == "served" and server is not None and standby_ranks:
+                standby_waits[name] = server.wait_for_standby()
+
         if warmup:
+            ready(modes[-1], "warmup")
             start = time.monotonic()
             run = gate(modes[-1], "warmup")
             progress(f"warm-up ({modes[-1]}, not timed): {time.monotonic() - start:.1f} s, exit {run.returncode}")
         runs: dict[str, dict[str, Any]] = {}
         for mode in modes:
+            ready(mode, mode)
             start = time.monotonic()
             run = gate(mode, mode)
             elapsed = time.monotonic() - start
