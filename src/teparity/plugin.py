@@ -175,7 +175,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Leave quickly: what exists at exit is frozen out of the interpreter's last garbage collection, which
     took about 1 s once torch and thunder were imported; an xdist run ends only once its workers have exited
-    (docs/facts.md, "Where a run's last second went"). Every exit handler still runs."""
+    (docs/facts.md, "Standby ranks, shared runs, a process's exit"). Every exit handler still runs."""
     atexit.register(gc.freeze)
 
 

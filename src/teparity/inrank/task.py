@@ -14,6 +14,8 @@ from typing import Any
 
 _mutations_applied = False
 _preloaded = False
+#: What ``preload`` took, for the log of a standby rank that a run took after its preload.
+_preload_timings: list[str] = []
 
 
 #: A folder: each run in a rank writes its cProfile there (``NAME-rankR-PID-N.prof``), to see where a
@@ -95,9 +97,6 @@ def preload() -> None:
         took("CUDA init")
     _preloaded = True
     print(f"teparity rank preload: {', '.join(_preload_timings)}", flush=True)
-
-
-_preload_timings: list[str] = []
 
 
 def warm_up() -> None:

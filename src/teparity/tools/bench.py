@@ -28,7 +28,7 @@ from typing import Any
 
 from teparity.gate.timeline import describe_phases
 from teparity.launch.forkserver import FORK_SERVER_VARIABLE
-from teparity.tools.served import served
+from teparity.tools.served import ready_line, served
 
 MODES = ("fresh", "warm", "forked", "served")
 OWNER = "python -m teparity bench"
@@ -113,9 +113,7 @@ def bench(pytest_args: list[str], workdir: Path, modes: tuple[str, ...] = MODES,
     standby_waits: dict[str, float] = {}
     with served(OWNER, workdir / "served-forkserver", wait=True, standby_ranks=standby_ranks) if "served" in modes else nullcontext() as server:
         if server is not None:
-            progress(f"served: its fork server (pid {server.pid}) imported its preload in {server.ready_s} s"
-                     f"{f'; its {standby_ranks} standby ranks were ready {server.standby_ready_s} s later' if standby_ranks else ''}, "
-                     "before any run")
+            progress(f"served: {ready_line(server, standby_ranks)}")
 
         def gate(mode: str, name: str) -> Any:
             ranks = "forked" if mode == "served" else mode

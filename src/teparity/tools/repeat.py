@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from teparity.tools.bench import differing_tests, phases_line, verdicts
-from teparity.tools.served import forks_ranks, served
+from teparity.tools.served import forks_ranks, ready_line, served
 
 OWNER = "python -m teparity repeat"
 
@@ -65,8 +65,7 @@ def repeat(count: int, pytest_args: list[str], workdir: Path, progress: Callable
         if server is not None:
             part["fork_server_ready_s"] = server.ready_s
             part["standby_ranks"] = {"count": standby_ranks, "ready_s": server.standby_ready_s}
-            progress(f"part {part['part']}: its fork server (pid {server.pid}) imported its preload in {server.ready_s} s"
-                     f"{_standby_line(standby_ranks, server.standby_ready_s)}, before any run")
+            progress(f"part {part['part']}: {ready_line(server, standby_ranks)}")
         for number in range(len(runs) + 1, count + 1):
             longest = max((run["seconds"] for run in runs), default=0.0)
             if deadline_s is not None and part["runs"] and time.monotonic() - began + longest > deadline_s:
@@ -88,10 +87,6 @@ def repeat(count: int, pytest_args: list[str], workdir: Path, progress: Callable
             part["stopped"] = "done"
     (workdir / "repeat.json").write_text(json.dumps(result, indent=2) + "\n")  # how the part stopped
     return result, stable
-
-
-def _standby_line(count: int, ready_s: float | None) -> str:
-    return f"; its {count} standby ranks were ready {ready_s} s later" if count else ""
 
 
 def _name(number: int) -> str:

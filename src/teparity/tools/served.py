@@ -30,8 +30,6 @@ from teparity.launch.outcome import qualified_name
 
 #: How long a command waits for the standby ranks' warm-up before a timed run (they are ready in seconds).
 STANDBY_DEADLINE_S = 300.0
-
-
 #: The most standby ranks kept by default: each holds its imports and, on a GPU, a CUDA context.
 MAX_DEFAULT_STANDBY = 32
 
@@ -64,22 +62,29 @@ class Served:
     def wait_for_standby(self) -> float:
         """Seconds until its standby ranks are all ready (after a run took some, it forks new ones), so that
         a timed run does not share the machine with their warm-up."""
-        client = self._client()
-        try:
+        with _connected(self.started, self.owner) as client:
             return round(client.wait_for_standby(STANDBY_DEADLINE_S), 1)
-        finally:
-            client.sock.close()
 
     def standby_status(self) -> dict[str, Any]:
         """Its standby ranks now (``ForkServerClient.standby_status``): how many runs took, and whether they failed."""
-        client = self._client()
-        try:
+        with _connected(self.started, self.owner) as client:
             return client.standby_status()
-        finally:
-            client.sock.close()
 
-    def _client(self) -> ForkServerClient:
-        return ForkServerClient(self.started.address, self.pid, str(self.log), self.owner)
+
+def ready_line(served: Served, standby_ranks: int) -> str:
+    """What a command that waited for ``served`` says of it before its first run."""
+    standby = f"; its {standby_ranks} standby ranks were ready {served.standby_ready_s} s later" if standby_ranks else ""
+    return f"its fork server (pid {served.pid}) imported its preload in {served.ready_s} s{standby}, before any run"
+
+
+@contextmanager
+def _connected(started: StartedServer, owner: str) -> Iterator[ForkServerClient]:
+    """A connection to ``started`` for the duration (its hello waits until the server imported its preload)."""
+    client = ForkServerClient(started.address, started.process.pid, str(started.log), owner)
+    try:
+        yield client
+    finally:
+        client.sock.close()
 
 
 @contextmanager
@@ -95,12 +100,9 @@ def served(owner: str, log_dir: Path, *, wait: bool = False, standby_ranks: int 
         ready_s = standby_ready_s = None
         if wait:
             clock = time.monotonic()
-            client = ForkServerClient(started.address, started.process.pid, str(started.log), owner)
-            ready_s = round(time.monotonic() - clock, 1)
-            try:
+            with _connected(started, owner) as client:
+                ready_s = round(time.monotonic() - clock, 1)
                 standby_ready_s = round(client.wait_for_standby(STANDBY_DEADLINE_S), 1) if standby else None
-            finally:
-                client.sock.close()
         yield Served({**os.environ, FORK_SERVER_VARIABLE: started.name(owner)}, started, owner, ready_s, standby_ready_s)
     finally:
         started.stop()
