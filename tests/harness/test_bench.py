@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
@@ -66,28 +67,33 @@ def test_startup_sums_each_phase_over_every_rank_log(tmp_path: Path) -> None:
     assert summary["tasks"] == {"teparity.inrank.sides.run_eager": 1.25} and summary["tasks_s"] == 1.2
 
 
+class _SlowStandbys(SimpleNamespace):
+    """A fake served fork server (``teparity.tools.served.served``) whose standby ranks take 1 s to be ready."""
+
+    def __init__(self) -> None:
+        super().__init__(env={}, pid=1, ready_s=0.1, standby_ready_s=0.1, waits=0)
+
+    def wait_for_standby(self) -> float:
+        self.waits += 1
+        time.sleep(1.0)
+        return 1.0
+
+    def standby_status(self) -> dict:
+        return {"ready": 2, "warming": 0, "taken": 4, "failed": None}
+
+    @contextmanager
+    def served(self, *args: object, **kwargs: object) -> Iterator["_SlowStandbys"]:
+        yield self
+
+
 def test_a_served_runs_seconds_leave_out_the_wait_for_its_standby_ranks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The bench waits, untimed, before each served run until the standby ranks that the run before took are
     ready again: a served run's seconds are its own (a bench once timed the wait with the run)."""
-    waits: list[str] = []
-
-    class _Server(SimpleNamespace):
-        def wait_for_standby(self) -> float:
-            waits.append("waited")
-            time.sleep(1.0)
-            return 1.0
-
-        def standby_status(self) -> dict:
-            return {"ready": 2, "warming": 0, "taken": 4, "failed": None}
-
-    @contextmanager
-    def served(*args: object, **kwargs: object):
-        yield _Server(env={}, pid=1, ready_s=0.1, standby_ready_s=0.1)
-
-    monkeypatch.setattr(benching, "served", served)
+    server = _SlowStandbys()
+    monkeypatch.setattr(benching, "served", server.served)
     monkeypatch.setattr(killmatrix, "run_gate", lambda *args, **kwargs: GateRun(None, 0, "", _report(("t", "pass", "e"))))
     result, identical = benching.bench(["tests/trace"], tmp_path, ("served",), progress=lambda line: None, standby_ranks=2)
-    assert identical and waits == ["waited", "waited"], (waits, result)  # before the warm-up, then before the run
+    assert identical and server.waits == 2, result  # before the warm-up, then before the run
     assert result["seconds"]["served"] < 0.5, result["seconds"]
     assert result["served_fork_server"]["standby_waits_s"] == {"warmup": 1.0, "served": 1.0}, result["served_fork_server"]
 
@@ -128,6 +134,18 @@ def test_a_repeat_cut_off_keeps_what_its_finished_runs_saw(tmp_path: Path, monke
         repeating.repeat(3, _WARM, tmp_path, progress=lambda line: None)
     kept = json.loads((tmp_path / "repeat.json").read_text())
     assert kept["asked"] == 3 and [run["run"] for run in kept["runs"]] == [1] and not kept["stable"]
+
+
+def test_a_repeated_runs_seconds_leave_out_the_wait_for_its_standby_ranks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before each run, untimed, the repeat waits until the standby ranks that the run before took are ready
+    again (a repeat's second run once shared the machine with their warm-up, and took 7 s longer)."""
+    server = _SlowStandbys()
+    monkeypatch.setattr(repeating, "served", server.served)
+    monkeypatch.setattr(killmatrix, "run_gate", lambda *args, **kwargs: GateRun(None, 0, "", _report(("t", "pass", "e"))))
+    result, stable = repeating.repeat(2, ["tests/trace"], tmp_path, progress=lambda line: None, standby_ranks=2)
+    assert stable and server.waits == 2, result
+    assert [run["standby_wait_s"] for run in result["runs"]] == [1.0, 1.0], result["runs"]
+    assert all(run["seconds"] < 0.5 for run in result["runs"]), result["runs"]
 
 
 class _Gate:

@@ -106,6 +106,25 @@ def test_ranks_die_with_their_parent(tmp_path: Path) -> None:
     assert not alive, f"ranks outlived their SIGKILLed parent: {alive}"
 
 
+def test_leaving_a_group_joined_before_thunder_was_imported_ends_its_threads(tmp_path: Path) -> None:
+    """A rank imports thunder after joining (its preload); the group must still go with destroy_process_group,
+    or its gloo threads outlive it and can abort the interpreter's shutdown."""
+    script = tmp_path / "leave.py"
+    script.write_text(textwrap.dedent(f"""
+        import os
+        from pathlib import Path
+        import torch.distributed as dist
+        from teparity.launch.rank import join_group
+        join_group(0, 1, "gloo", Path({str(tmp_path)!r}) / "rendezvous", 30.0)
+        import thunder  # noqa: F401  (it imports torch.distributed.nn)
+        dist.destroy_process_group()
+        print([Path(f"/proc/self/task/{{t}}/comm").read_text().strip() for t in os.listdir("/proc/self/task")])
+    """))
+    completed = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    assert "pt_gloo_runloop" not in completed.stdout, completed.stdout
+
+
 def _wait_for(condition: Callable[[], bool], *, within: float) -> None:
     deadline = time.monotonic() + within
     while not condition():

@@ -35,9 +35,13 @@ def test_the_gate_runner_joins_the_torchrun_group_instead_of_spawning(tmp_path: 
         "pids = rank_runner('fresh', 'gloo', 60.0, lambda: None)(faults.pid_of_rank, world_size=2)\n"
         "print('joined' if os.getpid() in pids and len(set(pids)) == 2 else f'spawned {pids}', flush=True)\n"
         "leave_joined_group()\n"
+        "threads = [open(f'/proc/self/task/{t}/comm').read().strip() for t in os.listdir('/proc/self/task')]\n"
+        "print(f'left, gloo threads {threads.count(\"pt_gloo_runloop\")}', flush=True)\n"
     )
     output = _torchrun(str(script), cwd=tmp_path)
     assert output.count("joined") == 2, output[-4000:]
+    # Leaving destroyed the group: no gloo thread is left to abort the interpreter's shutdown.
+    assert output.count("left, gloo threads 0") == 2, output[-4000:]
 
 
 def test_the_ddp_trace_checks_run_on_torchrun_ranks(tmp_path: Path) -> None:

@@ -42,6 +42,16 @@ def start_rank(rank: int, workdir: str, parent_pid: int | None) -> Any:
     return log
 
 
+def import_before_joining() -> None:
+    """Import ``torch.distributed.nn`` while no process group exists. Its functions bind ``group=group.WORLD``
+    as a default argument at import, so an import after ``init_process_group`` (thunder imports it, in a
+    rank's preload) pins that group for the life of the process: ``destroy_process_group`` then leaves its
+    gloo threads running, and one that frees a finished collective's tensors while the interpreter shuts
+    down aborts the process ("terminate called without an active exception"; about one exit in 15 under
+    torchrun on the CPU)."""
+    import torch.distributed.nn  # noqa: F401
+
+
 def join_group(rank: int, world_size: int, backend: Backend, rendezvous: Path, pg_timeout_s: float) -> None:
     """Import torch and join a process group through the file ``rendezvous`` (NCCL: GPU ``rank``), leaving
     the group this process was in first (a warm rank regrouped for another world size), logging the time of
@@ -50,6 +60,7 @@ def join_group(rank: int, world_size: int, backend: Backend, rendezvous: Path, p
     import torch
     import torch.distributed as dist
 
+    import_before_joining()
     imported = time.monotonic()
     if dist.is_initialized():
         dist.destroy_process_group()

@@ -18,6 +18,7 @@ from teparity.launch.outcome import (
     qualified_name,
     rerun_line,
 )
+from teparity.launch.rank import import_before_joining
 
 
 def torchrun_world() -> tuple[int, int] | None:
@@ -43,6 +44,7 @@ def run_joined(
         )
     rank = joined[0]
     if not dist.is_initialized():
+        import_before_joining()
         if backend == "nccl":
             torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
         dist.init_process_group(backend, init_method="env://", timeout=datetime.timedelta(seconds=pg_timeout))

@@ -8,7 +8,8 @@ holds each run's seconds, exit status and test count, the changed tests, and the
 after every run, so a repeat cut off by a deadline keeps what its finished runs saw (``asked`` says how many
 runs were asked for; it is not ``stable`` until all of them ran and agreed). Where the runs fork their ranks,
 one fork server serves them all (``teparity.tools.served``: each run's header names it), started and waited
-for before the first run, unless ``server_per_run``: each run then starts its own, as a lone run does.
+for before the first run, unless ``server_per_run``: each run then starts its own, as a lone run does. Each
+run starts, untimed, once the server's standby ranks are ready again (``standby_wait_s``: the seconds waited).
 
 A repeat longer than one sitting (a device call has a time limit) runs in parts: ``deadline_s`` stops it
 before a run that would not finish in time (the longest run so far is the guess), and ``resume`` continues
@@ -67,6 +68,9 @@ def repeat(count: int, pytest_args: list[str], workdir: Path, progress: Callable
             part["standby_ranks"] = {"count": standby_ranks, "ready_s": server.standby_ready_s}
             progress(f"part {part['part']}: {ready_line(server, standby_ranks)}")
         for number in range(len(runs) + 1, count + 1):
+            # Untimed, like bench's: the standby ranks that the run before took, forked and warmed again. A
+            # run that shared the machine with their warm-up took 34.7 s where the one before it took 27.3 s.
+            waited = server.wait_for_standby() if server is not None and standby_ranks else None
             longest = max((run["seconds"] for run in runs), default=0.0)
             if deadline_s is not None and part["runs"] and time.monotonic() - began + longest > deadline_s:
                 part["stopped"] = f"deadline: run {number} would end past {deadline_s:g} s (the longest run took {longest} s)"
@@ -76,7 +80,7 @@ def repeat(count: int, pytest_args: list[str], workdir: Path, progress: Callable
             run = run_gate(pytest_args, workdir, None, [], name=_name(number), env=server.env if server else None)
             seconds = round(time.monotonic() - start, 1)
             runs.append({"run": number, "seconds": seconds, "exitstatus": run.returncode, "report": run.report,
-                         "part": part["part"]})
+                         "part": part["part"], "standby_wait_s": waited})
             part["runs"] = [part["runs"][0] if part["runs"] else number, number]
             progress(f"run {number}/{count}: {seconds} s, exit {run.returncode}, {len(verdicts(run.report))} tests reported; "
                      f"{phases_line(run.report)}")
@@ -130,7 +134,8 @@ def _judge(runs: list[dict[str, Any]], count: int, pytest_args: list[str], fork_
               and len({run["exitstatus"] for run in runs}) == 1)
     result = {
         "runs": [{key: run[key] for key in ("run", "seconds", "exitstatus")}
-                 | {"tests": len(verdicts(run["report"])), "part": run.get("part", 1)} for run in runs],
+                 | {"tests": len(verdicts(run["report"])), "part": run.get("part", 1),
+                    "standby_wait_s": run.get("standby_wait_s")} for run in runs],
         "asked": count,
         "stable": stable,
         "tests": tests,
