@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -130,10 +131,12 @@ def test_a_repeat_forks_every_runs_ranks_from_one_fork_server(tmp_path: Path) ->
         launches = [json.loads((workdir / f"run0{number}.json").read_text())["environment"]["launch"] for number in (1, 2)]
         if name == "shared":
             log = (workdir / "forkserver" / "forkserver.log").read_text()
-            server = int(log.split("teparity fork server: pid ", 1)[1].split()[0])
+            server, owner = map(int, re.match(r"teparity fork server: pid (\d+) for pid (\d+)", log).groups())
             assert result["fork_server"] == f"one for every run of a part, pid {server}, started by python -m teparity repeat", result
             assert not own_servers, f"a run of the repeat started its own fork server: {own_servers}"
-            assert log.count("serving pid") == 3, log  # the repeat, waiting for its imports; then each run
+            clients = re.findall(r"serving pid (\d+)", log)
+            # The repeat: waiting for its imports, then for its standby ranks before each run; and each run.
+            assert clients.count(str(owner)) == 3 and len(set(clients) - {str(owner)}) == 2, log
             assert result["parts"][0]["fork_server_ready_s"] > 0, result["parts"]
             assert result["parts"][0]["standby_ranks"]["count"] == 2, result["parts"]
             assert all(f"the fork server of python -m teparity repeat, pid {server}," in launch
