@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from teparity.gate import known_defects, schedule
+from teparity.gate import known_defects, loggers, schedule
 from teparity.gate.report import EVIDENCE_CHARS, ParityReport, TestOutcome
 from teparity.gate.timeline import Timeline, process_started
 from teparity.launch import rank_env
@@ -154,6 +154,7 @@ _UNITS = pytest.StashKey[Path]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    loggers.snapshot_logger_registry()  # before any thread of this process imports while tests run
     for line in (
         "check(name): the parity-report row this test feeds; {param} fields are filled from the test's parameters",
         "fp8: needs TransformerEngine and an FP8-capable GPU (sm_89+); skipped otherwise, with the reason",
