@@ -6,6 +6,7 @@ stops them; those taken are forked anew between runs."""
 from __future__ import annotations
 
 import os
+import re
 import textwrap
 import time
 from collections.abc import Callable, Iterator
@@ -37,8 +38,13 @@ _MODULE = """
 
 
     def warm_up():
-        if why := os.environ.get("TEPARITY_TEST_STANDBY_FAIL"):
-            raise RuntimeError(why)
+        if why := os.environ.get("TEPARITY_TEST_STANDBY_FAIL"):  # the first standby fails, the others hold
+            try:
+                os.close(os.open(os.environ["TEPARITY_TEST_STANDBY_GATE"] + ".failed", os.O_CREAT | os.O_EXCL))
+            except FileExistsError:
+                pass
+            else:
+                raise RuntimeError(why)
         gate = Path(os.environ["TEPARITY_TEST_STANDBY_GATE"])
         while not gate.exists():
             time.sleep(0.02)
@@ -79,7 +85,7 @@ def gate(tmp_path: Path) -> Path:
 @pytest.fixture
 def server(helpers: Path, gate: Path, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[StartedServer]:
     """A fork server with 2 standby ranks; ``request.param``: ``hold`` (their warm-up waits for ``gate``) and
-    ``fail`` (their warm-up raises that)."""
+    ``fail`` (the first standby's warm-up raises that)."""
     options = getattr(request, "param", {})
     if not options.get("hold"):
         gate.touch()
@@ -190,14 +196,16 @@ def test_a_standby_taken_while_warming_refuses_to_run_code_that_changed_since(
     client.sock.close()
 
 
-@pytest.mark.parametrize("server", [{"fail": "a warm-up that fails"}], indirect=True)
+@pytest.mark.parametrize("server", [{"fail": "a warm-up that fails", "hold": True}], indirect=True)
 def test_a_standby_that_fails_its_warm_up_stops_the_standbys_and_requests_get_new_children(server: StartedServer) -> None:
+    """One standby fails while the other is still warming (held): that one is killed, not handed out."""
     client = _client(server)
-    client.wait_for_standby(120)  # returns once they failed
+    client.wait_for_standby(120)  # returns once one failed
     status = client.standby_status()
     assert status["failed"] is not None and "before a request took it" in status["failed"], status
     assert status["ready"] == status["warming"] == 0, status
     assert _run(client, PROLOGUE)["prologue_ran_in"] is None
     log = Path(server.log).read_text()
     assert "RuntimeError: a warm-up that fails" in log and "no more standby ranks" in log, log
+    assert re.search(r"no more standby ranks: .*; [12] more killed, not handed out", log), log  # 2: one forked in its place
     client.sock.close()

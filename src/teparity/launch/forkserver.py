@@ -493,9 +493,17 @@ class _Standbys:
         return rank.sock
 
     def _fail(self, why: str) -> None:
+        """No more standbys: those still waiting are killed, not handed out (they would fail the same way)."""
         if self.failed is None:
             self.failed = why
-            _log(f"no more standby ranks: {why}")
+            others = list(self.ranks.values())
+            for rank in others:
+                self._retire(rank).close()
+                self.unclaimed.discard(rank.pid)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(rank.pid, signal.SIGKILL)
+            killed = f"; {len(others)} more killed, not handed out" if others else ""
+            _log(f"no more standby ranks: {why}{killed}")
 
 
 def serve(config: dict[str, Any]) -> NoReturn:
