@@ -139,6 +139,9 @@ def pytest_configure_node(node: Any) -> None:
         node.workerinput[schedule.UNITS_INPUT] = str(_units_folder(node.config))
 
 
+_UNITS = pytest.StashKey[Path]()
+
+
 def _units_folder(config: pytest.Config) -> Path:
     """The controller's folder for the workers' shared-run keys (``teparity.gate.schedule``), made once."""
     if _UNITS not in config.stash:
@@ -148,9 +151,6 @@ def _units_folder(config: pytest.Config) -> Path:
         folder = config.stash[_UNITS] = Path(tempfile.mkdtemp(prefix="teparity-units-"))
         config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
     return config.stash[_UNITS]
-
-
-_UNITS = pytest.StashKey[Path]()
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -465,14 +465,12 @@ class _Standbys:
         if not self.config or prologue != self.config["prologue"]:
             return None
         for rank in sorted(self.ranks.values(), key=lambda rank: (rank.stamps is None, rank.forked)):
-            self._retire(rank)
-            self.unclaimed.discard(rank.pid)
             if rank.stamps is not None and (changed := changed_files(rank.stamps))[0]:
+                self._kill(rank)
                 _log(f"standby pid {rank.pid} killed, not taken: {changed[0]} of the files it imported changed since "
                      f"({', '.join(changed[1])})")
-                rank.sock.close()
-                os.kill(rank.pid, signal.SIGKILL)
                 continue
+            self._forget(rank)
             self.taken += 1
             return rank
         return None
@@ -487,6 +485,17 @@ class _Standbys:
         self._fail(f"standby rank pid {pid} ended (exit code {exitcode}) before a request took it; its output is in "
                    f"the fork server's log")
 
+    def _forget(self, rank: _StandbyRank) -> None:
+        """No longer the server's to hand out or to await: taken by a request, or killed."""
+        self._retire(rank)
+        self.unclaimed.discard(rank.pid)
+
+    def _kill(self, rank: _StandbyRank) -> None:
+        self._forget(rank)
+        rank.sock.close()
+        with contextlib.suppress(ProcessLookupError):  # it ended, not yet reaped
+            os.kill(rank.pid, signal.SIGKILL)
+
     def _retire(self, rank: _StandbyRank) -> socket.socket:
         self.selector.unregister(rank.sock)
         del self.ranks[rank.sock]
@@ -498,10 +507,7 @@ class _Standbys:
             self.failed = why
             others = list(self.ranks.values())
             for rank in others:
-                self._retire(rank).close()
-                self.unclaimed.discard(rank.pid)
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(rank.pid, signal.SIGKILL)
+                self._kill(rank)
             killed = f"; {len(others)} more killed, not handed out" if others else ""
             _log(f"no more standby ranks: {why}{killed}")
 
