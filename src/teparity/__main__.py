@@ -30,9 +30,10 @@ def doctor() -> int:
     gate's does, so its verdict is the gate's and its cache is the one the gate's next run reads."""
     from teparity.gate.ranks import default_backend
     from teparity.launch import rank_env
-    from teparity.stack.envprobe import environment
+    from teparity.stack.envprobe import environment, new_run
 
     set_here = rank_env.apply_defaults()
+    new_run()
     env = environment()
     print(env.versions.describe())
     print("GPUs:", ", ".join(g.describe() for g in env.gpus) or "none")
@@ -170,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         except UsageError as error:
             bisecting.error(str(error))
     if args.command == "repeat":
+        if not pytest_args:
+            again.error("name the tests to run after --, e.g. -- -n 8")
         if args.resume and args.workdir is None:
             again.error("--resume needs the --workdir of the repeat to continue")
         try:

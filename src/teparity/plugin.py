@@ -170,6 +170,9 @@ def pytest_configure(config: pytest.Config) -> None:
     _rank_env_set = rank_env.apply_defaults()
     _register_hypothesis_profiles()
     if not hasattr(config, "workerinput"):
+        from teparity.stack.envprobe import new_run
+
+        new_run()  # before the workers start: they inherit the run's probe
         config.pluginmanager.register(ParityReporter(config), "teparity-parity-reporter")
 
 

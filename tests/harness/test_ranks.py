@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -62,23 +63,38 @@ def test_a_killed_rank_reports_its_signal(tmp_path: Path) -> None:
     _assert_gone(failed.value.pids)
 
 
-@pytest.mark.parametrize("world_size", [2, 3])
-def test_a_hang_fails_within_the_deadline_with_every_stack_and_no_orphans(world_size: int, tmp_path: Path) -> None:
-    # Long enough for every rank to start, import torch and reach the collective on a loaded 2-core
-    # runner (6 s was not: a rank was stack-dumped still importing), still far below the pg timeout.
-    deadline = 20.0
-    start = time.monotonic()
+def _slow_start(folder: Path, seconds: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every rank spawned from now on sleeps ``seconds`` before it runs anything, as a rank importing torch on a
+    loaded runner does (a ``sitecustomize`` on the ranks' path: spawn starts a fresh interpreter)."""
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(f"import time\ntime.sleep({seconds})\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])))
+
+
+@pytest.mark.parametrize(("world_size", "start_up_s"), [(2, 0.0), (3, 0.0), (2, 15.0)])
+def test_a_hang_fails_within_the_deadline_with_every_stack_and_no_orphans(
+    world_size: int, start_up_s: float, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deadline counts from when every rank has joined the group: a start-up longer than the deadline (15 s
+    against 8 s here; a loaded runner's torch import) still ends with every rank's stack in the hung collective."""
+    deadline = 8.0
+    if start_up_s:
+        _slow_start(tmp_path / "slow", start_up_s, monkeypatch)
     with pytest.raises(RanksFailed) as failed:
         # A process-group timeout far beyond the deadline: the harness, not gloo, must end this.
         run_ranks(
             faults.skip_collective_on_last_rank, world_size=world_size, backend="gloo",
-            timeout=deadline, pg_timeout=600, workdir=tmp_path,
+            timeout=deadline, pg_timeout=600, workdir=tmp_path / "runs",
         )
-    elapsed = time.monotonic() - start
-    assert elapsed < deadline + STACK_DUMP_WAIT_S + SPAWN_ALLOWANCE_S, f"took {elapsed:.1f} s"
+    ended = time.time()
+    joined = [path.stat().st_mtime for path in (tmp_path / "runs").glob("ranks-*/rank*.joined")]
+    assert len(joined) == world_size, str(failed.value)
+    since_joined = ended - max(joined)
+    assert deadline <= since_joined < deadline + STACK_DUMP_WAIT_S + 5, f"failed {since_joined:.1f} s after every rank joined"
     failures = {f.rank: f for f in failed.value.failures}
     assert sorted(failures) == list(range(world_size)), str(failed.value)
     assert all(f.kind == "hung" for f in failures.values())
+    assert all("after every rank joined the process group" in f.summary for f in failures.values()), str(failed.value)
     for rank in range(world_size - 1):
         assert "in all_reduce" in failures[rank].detail, failures[rank].detail
     assert "in waiting_for_a_collective_that_others_skipped" in failures[world_size - 1].detail

@@ -80,6 +80,12 @@ def test_a_repeat_with_nothing_to_resume_or_no_time_is_a_usage_error(tmp_path: P
     assert done.returncode == 2 and said.format(tmp=tmp_path) in done.stderr and "Traceback" not in done.stderr, done
 
 
+@pytest.mark.parametrize("command", [["repeat", "3"], ["repeat", "3", "--"], ["bisect", "--good", "0.2.6", "--bad", "0.2.5"]])
+def test_a_command_that_runs_the_gate_without_its_tests_is_a_usage_error(command: list[str]) -> None:
+    done = subprocess.run([sys.executable, "-m", "teparity", *command], capture_output=True, text=True)
+    assert done.returncode == 2 and "name the tests to run after --" in done.stderr and "Traceback" not in done.stderr, done
+
+
 def test_serve_without_a_command_is_a_usage_error_and_a_missing_command_exits_127() -> None:
     done = subprocess.run([sys.executable, "-m", "teparity", "serve"], capture_output=True, text=True)
     assert done.returncode == 2 and "name the command to run after --" in done.stderr and "Traceback" not in done.stderr, done

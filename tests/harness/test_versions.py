@@ -357,3 +357,37 @@ def test_the_probe_cache_is_one_per_setting_that_decides_what_forks(variable: st
     monkeypatch.delenv(variable)
     paths.add(envprobe._cache_path())
     assert len(paths) == 3, paths
+
+
+def _install_fake_te(folder: Path) -> None:
+    """A TransformerEngine distribution whose ``transformer_engine.pytorch`` imports a module nobody installed:
+    what a user sees when a dependency of TE (pydantic, say) is missing from the folder TE was installed into."""
+    (folder / "transformer_engine-2.99.0.dist-info").mkdir(parents=True)
+    (folder / "transformer_engine-2.99.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: transformer_engine\nVersion: 2.99.0\n")
+    (folder / "transformer_engine").mkdir()
+    (folder / "transformer_engine" / "__init__.py").write_text("")
+    (folder / "transformer_engine" / "pytorch.py").write_text("import teparity_missing_dependency\n")
+
+
+def test_a_run_after_the_missing_module_is_installed_sees_it(pytester: pytest.Pytester, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A probe that found the system under test failing to import serves only its own run: the user installs
+    what was missing into the same folder (versions and locations unchanged) and the next run must see it."""
+    site = tmp_path / "site"
+    _install_fake_te(site)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # where the probe cache lives: only this test's
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    pytester.makepyfile(test_gate="""
+        import pytest
+
+        @pytest.mark.check("probe")
+        def test_a_gate_test(): pass
+    """)
+    first = pytester.runpytest_subprocess("-p", "teparity.plugin", "-p", "no:cacheprovider", "-p", "no:xdist")
+    first.assert_outcomes(errors=1)
+    first.stdout.fnmatch_lines(["*THE SYSTEM UNDER TEST DOES NOT IMPORT*No module named 'teparity_missing_dependency'*"])
+    (site / "teparity_missing_dependency.py").write_text("")  # the user installs it
+    second = pytester.runpytest_subprocess("-p", "teparity.plugin", "-p", "no:cacheprovider", "-p", "no:xdist")
+    assert "teparity_missing_dependency" not in second.stdout.str(), second.stdout.str()[-3000:]
+    assert len(list(tmp_path.glob("teparity-env-*.json"))) == 1  # one environment, probed again

@@ -4,8 +4,10 @@ picklable plain data; the results come back in rank order. ``fn`` must be import
 
 Failures come back as one ``RanksFailed`` naming every failing rank: its traceback if it raised, its
 exit code or signal if it died, and its Python stack (faulthandler, on SIGUSR1) if it was still running
-at the harness deadline or a grace period after another rank failed. Every rank is killed before this
-returns, and each rank also dies with its parent (``PR_SET_PDEATHSIG``).
+at the harness deadline or a grace period after another rank failed. The deadline counts from when every
+rank has joined the process group: start-up (spawn, torch's import, the rendezvous) is the machine's, which
+a loaded runner stretches, and has a limit of its own (``START_DEADLINE_S``). Every rank is killed before
+this returns, and each rank also dies with its parent (``PR_SET_PDEATHSIG``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 from teparity.launch.outcome import (
     DEFAULT_TIMEOUT_S,
     FAILURE_GRACE_S,
+    START_DEADLINE_S,
     Backend,
     RankFailure,
     RanksFailed,
@@ -53,6 +56,7 @@ def _rank_main(
     log = start_rank(rank, workdir, parent_pid)
     try:
         join_group(rank, world_size, backend, Path(workdir) / "rendezvous", pg_timeout_s)
+        (Path(workdir) / f"rank{rank}.joined").touch()
         clock = time.monotonic()
         try:
             pickled = pickle.dumps({"ok": fn(rank, world_size, *args)})
@@ -139,22 +143,31 @@ def run_ranks(
 
 
 def _supervise(processes: list[Any], run_dir: Path, timeout: float) -> dict[int, str]:
-    """Wait for the ranks; return {rank: why} for those still running at the deadline (stacks dumped)."""
-    start = time.monotonic()
-    deadline = start + timeout
+    """Wait for the ranks; return {rank: why} for those still running at the deadline (stacks dumped): ``timeout``
+    seconds after every rank joined the group, or the start-up limit while some have not."""
+    start_limit = max(timeout, START_DEADLINE_S)
+    deadline = time.monotonic() + start_limit
+    joined_at: float | None = None
     failed_at: float | None = None
     while True:
         alive = [p for p in processes if p.is_alive()]
         if not alive:
             return {}
         now = time.monotonic()
+        if joined_at is None and failed_at is None and all(
+                (run_dir / f"rank{rank}.joined").exists() for rank in range(len(processes))):
+            joined_at = now
+            deadline = now + timeout
         if failed_at is None and any(_has_failed(p, rank, run_dir) for rank, p in enumerate(processes)):
             failed_at = now
             deadline = min(deadline, now + FAILURE_GRACE_S)
         if now >= deadline:
             break
         multiprocessing.connection.wait([p.sentinel for p in alive], timeout=min(0.5, deadline - now))
-    why = hang_reason(timeout, after_failure=failed_at is not None)
+    if failed_at is None and joined_at is None:
+        why = f"hung: still starting (imports, joining the group) {start_limit:g} s after it was spawned; its Python stack (faulthandler):"
+    else:
+        why = hang_reason(timeout, after_failure=failed_at is not None, since="every rank joined the process group")
     dump_stacks(p.pid for p in alive)
     return {processes.index(p): why for p in alive}
 

@@ -21,6 +21,9 @@ DEFAULT_PG_TIMEOUT_S = 60.0
 #: How long the other ranks may run on once one rank has failed (they are usually stuck in a collective).
 FAILURE_GRACE_S = 10.0
 STACK_DUMP_WAIT_S = 2.0
+#: How long ranks may take to start (spawn, imports) and join their group before they count as hung there: a
+#: loaded 2-core runner took over 20 s. A run's own deadline counts from the joined group, when it is longer.
+START_DEADLINE_S = 300.0
 LOG_TAIL_LINES = 80
 
 
@@ -95,12 +98,13 @@ def ended(rank: int, exitcode: int | None, workdir: Path) -> RankFailure:
     return RankFailure(rank, "exited", f"exited with code {exitcode} and no result", log_tail(workdir, rank))
 
 
-def hang_reason(timeout: float, *, after_failure: bool) -> str:
-    """Why a rank still running is reported as hung (its stack follows in its log)."""
+def hang_reason(timeout: float, *, after_failure: bool, since: str) -> str:
+    """Why a rank still running is reported as hung (its stack follows in its log); ``since`` says when the
+    deadline's clock started ("the run was sent")."""
     why = (
         f"hung: still running {FAILURE_GRACE_S:g} s after another rank failed"
         if after_failure
-        else f"hung: still running at the harness deadline ({timeout:g} s)"
+        else f"hung: still running at the harness deadline ({timeout:g} s after {since})"
     )
     return why + "; its Python stack (faulthandler):"
 

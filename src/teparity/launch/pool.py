@@ -54,6 +54,7 @@ from teparity.launch.outcome import (
     RanksFailed,
     dump_stacks,
     ended,
+    START_DEADLINE_S,
     hang_reason,
     log_tail,
     pg_timeout_for,
@@ -79,8 +80,6 @@ Prologue = Callable[[], None] | None
 #: Modules the fork server imports before it forks ranks (None: spawn the ranks).
 ForkPreload = tuple[str, ...] | None
 
-#: How long the ranks of a new pool may take to start and join their group before it counts as hung.
-START_DEADLINE_S = 300.0
 
 
 #: A process group: its size, backend, timeout, and the rendezvous file that forms it.
@@ -259,7 +258,8 @@ class RankPool:
                         failed_at = time.monotonic()
                         deadline = min(deadline, failed_at + FAILURE_GRACE_S)
         if waiting:
-            why = hang_reason(timeout, after_failure=failed_at is not None)
+            since = "the pool started them" if expect == "ready" else "the run was sent"
+            why = hang_reason(timeout, after_failure=failed_at is not None, since=since)
             dump_stacks(self.processes[rank].pid for rank in sorted(waiting))
             failures += [RankFailure(r, "hung", why, log_tail(self.run_dir, r)) for r in sorted(waiting)]
         if not failures:

@@ -2,7 +2,9 @@
 
 The pytest processes never import thunder or initialize CUDA just to decide what to skip: the probe
 does it once per environment, under a file lock, so that the xdist controller and every worker read
-the same answer (docs/conventions.md, "Collection under xdist").
+the same answer (docs/conventions.md, "Collection under xdist"). A probe that found thunder or TE failing
+to import serves only the run that made it (``RUN_VARIABLE``): what it failed on (a missing module, a
+broken install) can be mended in place, in a folder whose packages keep their versions and locations.
 """
 
 from __future__ import annotations
@@ -22,6 +24,23 @@ from pathlib import Path
 from teparity.stack.versions import Environment, Versions, find_te_executors, fork_stages
 
 PROBE_TIMEOUT_S = 300
+#: The run a cached probe belongs to: the process that starts a run (a lone pytest, the xdist controller,
+#: ``doctor``) sets a new value, which its workers, ranks and fork server inherit (``new_run``).
+RUN_VARIABLE = "TEPARITY_PROBE_RUN"
+
+
+def new_run() -> None:
+    """Start a run of probe readers: a failed probe cached before it is probed again."""
+    import uuid
+
+    os.environ[RUN_VARIABLE] = uuid.uuid4().hex
+
+
+def _reusable(cached: dict[str, object]) -> bool:
+    """A cached probe answers for this process unless it found an import failure in another run."""
+    data = cached["environment"]
+    failed = data["te_import_error"] or data["thunder_import_error"]  # type: ignore[index]
+    return not failed or (cached["run"] is not None and cached["run"] == os.environ.get(RUN_VARIABLE))
 
 
 def _first_line(error: BaseException) -> str:
@@ -209,12 +228,13 @@ def _cache_path() -> Path:
 
 @functools.cache
 def environment() -> Environment:
-    """The probed environment, from the cache when another process of this environment already probed."""
+    """The probed environment, from the cache when another process of this environment already probed (one
+    that found an import failure: of this run, ``_reusable``)."""
     path = _cache_path()
     with open(path.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if path.exists():
-            return Environment.from_json(json.loads(path.read_text()))
+        if path.exists() and _reusable(cached := json.loads(path.read_text())):
+            return Environment.from_json(cached["environment"])
         completed = subprocess.run(
             [sys.executable, "-m", "teparity.stack.envprobe"],
             capture_output=True,
@@ -227,7 +247,7 @@ def environment() -> Environment:
                 f"the environment probe failed (exit {completed.returncode}):\n{completed.stderr[-4000:]}"
             )
         data = json.loads(completed.stdout.strip().splitlines()[-1])
-        path.write_text(json.dumps(data))
+        path.write_text(json.dumps({"environment": data, "run": os.environ.get(RUN_VARIABLE)}))
         return Environment.from_json(data)
 
 
