@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from teparity.inrank.scenarios import DdpTransformSpec, ddp_transform_run
 from teparity.launch.fresh import run_ranks
-from teparity.stack.versions import find_te_executors, installed_version
+from teparity.stack.executors import find_te_executors
+from teparity.stack.versions import installed_version
 
 
 def _max_difference(thunder: list, torch_ddp: list) -> float:

@@ -24,12 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from teparity.inrank.models import plain_mlp, seeded_input, te_twin
 from teparity.stack import recipes
-from teparity.stack.versions import (
-    Versions,
-    find_te_executors,
-    jit_options,
-    te_autocast,
-)
+from teparity.stack.executors import find_te_executors
+from teparity.stack.te_api import te_autocast
+from teparity.stack.thunder_api import jit_options
+from teparity.stack.versions import Versions
 
 SIZES = (64, 32)
 

@@ -5,7 +5,7 @@ prints a table, collective: ok / the error. Run on the GPU host, from the reposi
     python scripts/gloo_cuda_collectives_probe.py [WORLD_SIZE]
 
 It needs torch only (teparity's src/ is put on the path). Its answer on torch 2.11.0 (every collective
-runs) is behind the fsdp tier's skip on gloo with a GPU (``teparity.stack.collectives.fsdp_backend_reason``).
+runs) is behind the fsdp tier's skip on gloo with a GPU (``teparity.stack.reasons.fsdp_backend_unfit``).
 Exit status 0 when every collective ran with the right values, 1 otherwise.
 """
 

@@ -1,6 +1,6 @@
 """``python -m teparity``: ``doctor`` (what this machine can run, and why not), ``matrix`` (parity
 reports merged into a markdown compatibility table), ``kill-matrix`` (the gate clean and under each
-applicable mutation from teparity.tools.mutations), ``known-defects`` (the registry as markdown), ``bench``
+applicable mutation from teparity.mutations), ``known-defects`` (the registry as markdown), ``bench``
 (the gate with fresh, warm, forked and served ranks: wall times, ratios, identical verdicts), ``repeat`` (the
 gate N times: every verdict or number that changed), ``serve`` (a command whose pytest runs fork their
 ranks from one fork server), ``bisect`` (the first thunder build or TE release
@@ -20,6 +20,7 @@ from teparity.gate.matrix import compatibility_matrix
 from teparity.gate.ranges import AXES, Axis, Run
 from teparity.gate.report import ParityReport
 from teparity.plugin import positive
+from teparity.stack import reasons
 from teparity.tools.bench import MODES
 from teparity.tools.bisect import PACKAGES, UsageError, valid_version
 from teparity.tools.repeat import ResumeError
@@ -40,10 +41,10 @@ def doctor() -> int:
     for info in env.executors.values():
         print("TE executor", info.label())
     tiers = {
-        "trace tier (tests/trace)": env.backward_sync_reason(),
-        "numerics tier (tests/numerics)": env.fp8_reason(),
-        "ddp tier (tests/ddp)": env.fp8_reason(),
-        "GPU harness (tests/harness -m fp8)": env.fp8_reason(),
+        "trace tier (tests/trace)": reasons.no_backward_sync(env),
+        "numerics tier (tests/numerics)": reasons.no_fp8(env),
+        "ddp tier (tests/ddp)": reasons.no_fp8(env),
+        "GPU harness (tests/harness -m fp8)": reasons.no_fp8(env),
     }
     for tier, reason in tiers.items():
         print(f"{tier}: {'runs' if reason is None else 'skips: ' + reason}")

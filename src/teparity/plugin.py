@@ -22,8 +22,9 @@ from teparity.gate import known_defects, loggers, schedule
 from teparity.gate.report import EVIDENCE_CHARS, ParityReport, TestOutcome
 from teparity.gate.timeline import Timeline, process_started
 from teparity.launch import rank_env
+from teparity.mutations import catalog as mutations
+from teparity.stack import reasons
 from teparity.stack.versions import Versions
-from teparity.tools import mutations
 
 if TYPE_CHECKING:
     from teparity.gate.pairs import Pairs
@@ -103,7 +104,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         choices=sorted(mutations.CATALOG),
-        help="apply a known regression from teparity.tools.mutations in every process, ranks included "
+        help="apply a known regression from teparity.mutations in every process, ranks included "
         "(repeatable; the gate is expected to fail)",
     )
 
@@ -278,7 +279,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     gpus = ", ".join(g.describe() for g in env.gpus) or "none"
     lines = [
         f"teparity: {env.versions.describe()}",
-        f"teparity: GPUs: {gpus}; FP8: {env.fp8_reason() or 'yes'}",
+        f"teparity: GPUs: {gpus}; FP8: {reasons.no_fp8(env) or 'yes'}",
         f"teparity: world size {_world_size(config)}, backend {_backend(config)}, "
         f"harness deadline {config.getoption('teparity_timeout'):g} s, {_ranks_label(config)}, sides "
         f"{config.getoption('teparity_sides')}",
@@ -286,9 +287,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"teparity: distribution: {_distribution(config)}",
         "teparity: rank environment: " + ", ".join(f"{k}={v}" for k, v in rank_env.in_force(_rank_env_set).items()),
     ]
-    if broken := env.import_failure():
+    if broken := reasons.import_failure(env):
         lines.append(f"teparity: THE SYSTEM UNDER TEST DOES NOT IMPORT (every gate test fails): {broken}")
-    if unsupported := env.unsupported_pair():
+    if unsupported := reasons.unsupported_pair(env):
         lines.append(f"teparity: AN UNSUPPORTED PAIR (every gate test fails): {unsupported}")
     if injected := config.getoption("teparity_inject"):
         lines.append(f"teparity: INJECTED REGRESSIONS (the gate should fail): {', '.join(injected)}")
@@ -381,13 +382,13 @@ def pytest_runtest_setup(item: pytest.Item) -> Any:
     runs, what this machine cannot run, saying what is missing. A fixture that runs the check's ranks (the
     legacy sync scenarios) is judged as the test body is (``_judged``)."""
     if item.get_closest_marker("check"):
-        if broken := _environment().import_failure():
+        if broken := reasons.import_failure(_environment()):
             pytest.fail(f"the system under test is installed but does not import: {broken}", pytrace=False)
-        if unsupported := _environment().unsupported_pair():
+        if unsupported := reasons.unsupported_pair(_environment()):
             pytest.fail(unsupported, pytrace=False)
-    if item.get_closest_marker("fp8") and (reason := _environment().fp8_reason()):
+    if item.get_closest_marker("fp8") and (reason := reasons.no_fp8(_environment())):
         pytest.skip(reason)
-    if item.get_closest_marker("legacy_sync") and (reason := _environment().backward_sync_reason()):
+    if item.get_closest_marker("legacy_sync") and (reason := reasons.no_backward_sync(_environment())):
         pytest.skip(reason)
     with _judging(item):
         return (yield)
@@ -623,7 +624,7 @@ class ParityReporter:
             "launch": _ranks_label(self.config),
             "sides": self.config.getoption("teparity_sides"),
             "injected": self.config.getoption("teparity_inject"),
-            "fp8": env.fp8_reason() or "yes",
+            "fp8": reasons.no_fp8(env) or "yes",
             "te_settings": te_settings(),
             "rank_environment": rank_env.in_force(_rank_env_set),
         }

@@ -9,8 +9,8 @@ import dataclasses
 import traceback
 from typing import Any, Literal
 
-from teparity.judge.traces import TraceSummary
-from teparity.stack.versions import ExecutorKind
+from teparity.stack.executors import ExecutorKind
+from teparity.trace_summary import TraceSummary
 
 Side = Literal["eager", "thunder"]
 #: FP8 scaling state of one step, normalized (``teparity.inrank.fp8state`` reads it): linear name ->
@@ -108,7 +108,7 @@ class PairSpec:
 @dataclasses.dataclass
 class StepRecord:
     outputs: list[Any]
-    #: Per micro-batch; None where the input did not require grad (``versions.ddp_input_grad_reason``).
+    #: Per micro-batch; None where the input did not require grad (``versions.no_input_grad_under_ddp``).
     input_grads: list[Any]
     param_grads: dict[str, Any]
     fp8_state: Snapshot

@@ -18,6 +18,7 @@ from teparity.gate.pairs import Pairs
 from teparity.judge.fsdp_order import order_differences, placement
 from teparity.judge.parity import fused_update_deviation, steps_compared_with_eager, sync_counts
 from teparity.records import Case, PairSpec
+from teparity.stack import reasons
 
 pytestmark = [pytest.mark.fp8, pytest.mark.multirank]
 EXECUTORS = ["legacy", "functional"]
@@ -35,11 +36,9 @@ VARIANTS = {
 
 
 def _skip_unless_runnable(env: Any, backend: str, world_size: int) -> None:
-    from teparity.stack.collectives import fsdp_backend_reason
-
     if world_size < 2:
         pytest.skip(f"FSDP shards over 2+ ranks; world size is {world_size} (--teparity-world-size)")
-    if reason := fsdp_backend_reason(backend, len(env.gpus)):
+    if reason := reasons.fsdp_backend_unfit(backend, len(env.gpus)):
         pytest.skip(reason)
 
 

@@ -21,7 +21,6 @@ from teparity.tools import repeat as repeating
 from teparity.tools.bench import differing_tests, startup
 from teparity.tools.killmatrix import GateRun
 
-
 _WARM = ["tests/trace", "--teparity-ranks=warm"]  # no fork server for a fake gate's runs
 
 

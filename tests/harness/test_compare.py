@@ -28,14 +28,12 @@ from teparity.judge.parity import (
     left_out,
     steps_compared_with_eager,
 )
-from teparity.judge.traces import (
-    SymbolRow,
-    TraceSummary,
-    check_functional_updates,
-    check_te_claims,
-)
+from teparity.judge.traces import check_functional_updates, check_te_claims
 from teparity.records import Case, CaseRun, PairSpec, StepRecord, fp8_groups
+from teparity.stack.environment import Environment
+from teparity.stack.executors import ExecutorInfo
 from teparity.stack.versions import Versions
+from teparity.trace_summary import SymbolRow, TraceSummary
 
 
 def _state(scale: float = 448.0, history: tuple[float, ...] = (0.0, 1.5, 2.0)) -> dict:
@@ -265,7 +263,6 @@ def test_each_side_runs_once_per_process_and_the_eager_reference_serves_both_exe
     reference (TE's fused update) is the functional executor's fused-update measurement, and the first
     step of a run is judged from that run."""
     import collections
-    import types
 
     from teparity.gate import pairs
 
@@ -279,7 +276,9 @@ def test_each_side_runs_once_per_process_and_the_eager_reference_serves_both_exe
             calls.extend((fn.__name__, spec.executor, *update) for fn, (spec, *update) in batch)
             return [[[_run()]] for _ in batch]
 
-    env = types.SimpleNamespace(executor_reason=lambda executor: None, versions=Versions(torch="2.11.0", thunder="0.2.6", transformer_engine="2.9.0"))
+    env = Environment(versions=Versions(torch="2.11.0", thunder="0.2.6", transformer_engine="2.9.0"), gpus=(),
+                      executors={kind: ExecutorInfo(kind, "m", "a", executor_present=True) for kind in ("legacy", "functional")},
+                      te_import_error=None, thunder_import_error=None)
     parity = pairs.Pairs(env, Runner(), "gloo", lambda summary: None)
     spec = PairSpec("legacy", "delayed", (Case(activation=None),), steps=2)
     legacy = parity.run(spec, measure_fused=True)

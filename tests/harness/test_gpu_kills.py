@@ -11,9 +11,9 @@ import pytest
 from teparity.inrank.scenarios import legacy_ddp_with_sync_skipped_on_last_rank
 from teparity.launch.fresh import run_ranks
 from teparity.launch.outcome import STACK_DUMP_WAIT_S, RanksFailed
+from teparity.mutations.catalog import CATALOG
 from teparity.records import Case, PairSpec
 from teparity.tools.killmatrix import run_gate
-from teparity.tools.mutations import CATALOG
 
 pytestmark = [pytest.mark.fp8, pytest.mark.multirank]
 REPO = Path(__file__).resolve().parents[2]

@@ -30,7 +30,9 @@ from teparity.judge.failures import (
 )
 from teparity.launch.outcome import RankFailure, RanksFailed
 from teparity.records import Case
-from teparity.stack.versions import Environment, ExecutorInfo, Versions
+from teparity.stack.environment import Environment
+from teparity.stack.executors import ExecutorInfo
+from teparity.stack.versions import Versions
 
 REPO = Path(__file__).resolve().parents[2]
 GEMM = "RuntimeError: cublaslt_gemm.cu:724 in function cublas_gemm: Unable to find suitable cuBLAS GEMM algorithm"
@@ -742,7 +744,9 @@ def test_a_thunder_release_with_a_te_it_does_not_accept_fails_the_gate_loudly(py
     pytester.makeconftest(
         """
         import teparity.plugin
-        from teparity.stack.versions import Environment, ExecutorInfo, Versions
+        from teparity.stack.environment import Environment
+        from teparity.stack.executors import ExecutorInfo
+        from teparity.stack.versions import Versions
 
         ENV = Environment(
             versions=Versions(torch="2.11.0", thunder="0.2.6", transformer_engine="1.8.0"), gpus=(),

@@ -15,8 +15,9 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "teparity"
 #: layer -> the teparity modules (prefixes) it may import.
 ALLOWED = {
     "launch": ("teparity.launch",),
-    "judge": ("teparity.judge", "teparity.records", "teparity.stack"),
+    "judge": ("teparity.judge", "teparity.records", "teparity.trace_summary", "teparity.stack"),
     "stack": ("teparity.stack",),
+    "mutations": ("teparity.mutations", "teparity.stack"),
 }
 
 
@@ -45,7 +46,8 @@ def test_a_layer_imports_only_what_lies_below_it(layer: str) -> None:
 
 
 def test_the_records_import_no_rank_code() -> None:
-    assert not {m for m in teparity_imports(PACKAGE / "records.py") if m.startswith(("teparity.inrank", "teparity.launch"))}
+    for plain_data in ("records.py", "trace_summary.py"):
+        assert {m for m in teparity_imports(PACKAGE / plain_data) if not m.startswith(("teparity.stack", "teparity.trace_summary"))} == set()
 
 
 def test_collecting_the_gate_imports_no_torch() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from teparity.tools.mutations import CATALOG
+from teparity.mutations.catalog import CATALOG
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = ("1proc", "ddp", "fsdp-zero2", "fsdp-zero3")
@@ -97,7 +97,9 @@ def test_the_kill_matrix_kills_every_trace_tier_mutant_with_its_own_evidence(tmp
 @pytest.mark.parametrize("honours", [False, True])
 def test_the_fp8_group_mutant_applies_only_to_a_build_that_honours_the_group(honours: bool) -> None:
     """No thunder build honours fp8_group yet; the entry must say so, and apply once one does."""
-    from teparity.stack.versions import Environment, ExecutorInfo, GpuInfo, Versions
+    from teparity.stack.environment import Environment, GpuInfo
+    from teparity.stack.executors import ExecutorInfo
+    from teparity.stack.versions import Versions
 
     functional = ExecutorInfo("functional", "m", "a", executor_present=True, honors_fp8_group=honours)
     env = Environment(
@@ -118,8 +120,8 @@ def test_first_kill_counts_a_run_that_xdist_stopped_after_a_failure(tmp_path: Pa
     """``--first-kill``: xdist ends a run stopped by ``--maxfail=1`` with exit 2, which is a kill when a
     check failed; exit 2 for anything else (a usage error) stays an error, and without the flag so does
     every exit 2."""
+    from teparity.mutations.catalog import Mutation
     from teparity.tools import killmatrix
-    from teparity.tools.mutations import Mutation
 
     failed = {"results": [{"check": "numerics[delayed]", "executor": "functional", "outcome": "FAIL",
                            "tests": [{"nodeid": "t::a", "outcome": "FAIL"}]}]}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from teparity.inrank import faults, forkable
+from teparity.inrank import faults
 from teparity.launch import pool as rankpool
 from teparity.launch.forkserver import FORK_SERVER_VARIABLE, ForkServerClient, start_server
 
@@ -153,3 +153,12 @@ def test_a_repeat_forks_every_runs_ranks_from_one_fork_server(tmp_path: Path) ->
             assert len(own_servers) == 2, f"--server-per-run: {len(own_servers)} fork servers for 2 runs"
             assert result["fork_server"].startswith("each run's own"), result
             assert all("one fork server for the run" in launch for launch in launches), launches
+
+
+def test_the_probes_run_token_is_no_reason_to_refuse_a_served_fork_server() -> None:
+    """Every pytest run sets its own probe run (``envprobe.new_run``): a server shared by the runs of a command
+    must not count that as an environment of its own (each run then started its own server)."""
+    from teparity.launch.forkserver import PER_PROCESS_VARIABLES
+    from teparity.stack.envprobe import RUN_VARIABLE
+
+    assert RUN_VARIABLE in PER_PROCESS_VARIABLES

@@ -9,28 +9,28 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from teparity.judge.traces import (
-    SymbolRow,
-    TraceSummary,
     assert_no_violations,
     check_backward_sync,
     check_fp8_state_updates,
     check_no_forward_linear_in_backward,
     check_no_forward_sync,
-    summarize,
 )
+from teparity.stack import reasons
 from teparity.stack.envprobe import environment
+from teparity.trace_summary import SymbolRow, TraceSummary, summarize
 
 
 @pytest.fixture(scope="module")
 def real_traces() -> tuple[Any, Any]:
     """Forward and backward execution traces of a two-linear MLP under the legacy TE executor (CPU)."""
-    if reason := environment().backward_sync_reason():
+    if reason := reasons.no_backward_sync(environment()):
         pytest.skip(reason)
     import thunder
 
     from teparity.inrank.models import plain_mlp
     from teparity.inrank.syncspy import record_fp8_syncs
-    from teparity.stack.versions import executor_module, find_te_executors, jit_options
+    from teparity.stack.executors import executor_module, find_te_executors
+    from teparity.stack.thunder_api import jit_options
 
     info = find_te_executors()["legacy"]
     jitted = thunder.jit(plain_mlp(), **jit_options(info))

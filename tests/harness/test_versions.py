@@ -12,17 +12,11 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from teparity.stack.envprobe import ForkCheck, environment, fork_verdict
-from teparity.stack.versions import (
-    COMPILER_MODULES,
-    Environment,
-    ExecutorInfo,
-    GpuInfo,
-    Versions,
-    find_te_executors,
-    fork_stages,
-    installed_version,
-)
+from teparity.stack import reasons
+from teparity.stack.environment import Environment, GpuInfo
+from teparity.stack.envprobe import COMPILER_MODULES, ForkCheck, environment, fork_stages, fork_verdict
+from teparity.stack.executors import ExecutorInfo, find_te_executors
+from teparity.stack.versions import Versions, installed_version
 
 THUNDER = Version(installed_version("lightning-thunder") or "0")
 
@@ -96,18 +90,18 @@ A100 = GpuInfo("NVIDIA A100", (8, 0))
     ],
 )
 def test_fp8_reasons(env: Environment, reason: str | None) -> None:
-    got = env.fp8_reason()
+    got = reasons.no_fp8(env)
     assert got == reason if reason is None else reason in (got or ""), got
 
 
 def test_executor_and_gpu_count_reasons() -> None:
     env = _env(gpus=(H200,))
-    assert env.executor_reason("legacy") is None
-    assert env.executor_reason("functional") == "lightning-thunder 0.2.2 has none: because"
-    assert env.gpus_reason(1) is None
-    assert env.gpus_reason(2) == "needs 2 GPUs, 1 visible"
+    assert reasons.no_executor(env, "legacy") is None
+    assert reasons.no_executor(env, "functional") == "lightning-thunder 0.2.2 has none: because"
+    assert reasons.too_few_gpus(env, 1) is None
+    assert reasons.too_few_gpus(env, 2) == "needs 2 GPUs, 1 visible"
     no_sync = _env(executors={"legacy": ExecutorInfo("legacy", "m", "a"), "functional": ExecutorInfo("functional", "m", "a")})
-    assert "has no te_sync_fp8_meta_bwd (added 2024-05-13, thunder PR #379)" in no_sync.backward_sync_reason()
+    assert "has no te_sync_fp8_meta_bwd (added 2024-05-13, thunder PR #379)" in reasons.no_backward_sync(no_sync)
 
 
 def test_environment_round_trips_through_json() -> None:
@@ -122,7 +116,7 @@ def test_a_legacy_module_whose_te_imports_failed_is_labelled_with_the_import_tha
     failing import, replayed from the module's own source (its warning is gone once thunder imported it)."""
     import importlib.util
 
-    from teparity.stack import versions
+    from teparity.stack import executors
 
     source = tmp_path / "legacy_like.py"
     source.write_text(
@@ -136,17 +130,17 @@ def test_a_legacy_module_whose_te_imports_failed_is_labelled_with_the_import_tha
     module = importlib.util.module_from_spec(spec)
     with pytest.warns(UserWarning):
         spec.loader.exec_module(module)
-    monkeypatch.setattr(versions, "installed_version", lambda name: "2.20.2")
-    said = versions._te_imports_failed(module)
+    monkeypatch.setattr(executors, "installed_version", lambda name: "2.20.2")
+    said = executors._te_imports_failed(module)
     assert said == "from json import CPUOffloadEnabled: ImportError: cannot import name 'CPUOffloadEnabled' from 'json' " \
         f"({json.__file__})", said
     module.TE_AVAILABLE = True
-    assert versions._te_imports_failed(module) is None
+    assert executors._te_imports_failed(module) is None
     info = ExecutorInfo("legacy", "m", "a", executor_present=True, te_imports_failed=said)
     assert f"[TE_AVAILABLE is False: {said}]" in info.label()
     module.TE_AVAILABLE = False
-    monkeypatch.setattr(versions, "installed_version", lambda name: None)
-    assert versions._te_imports_failed(module) is None  # no TE at all: an ordinary skip, elsewhere
+    monkeypatch.setattr(executors, "installed_version", lambda name: None)
+    assert executors._te_imports_failed(module) is None  # no TE at all: an ordinary skip, elsewhere
 
 
 #: (thunder build, TE, accepted): each boundary of te_gates.TE_GATES from both sides, as read in the builds'
@@ -172,7 +166,7 @@ GATE_BOUNDARIES = [
 @pytest.mark.parametrize(("thunder", "te", "accepted"), GATE_BOUNDARIES)
 def test_a_thunder_build_paired_with_a_te_its_executor_refuses_is_named(thunder: str, te: str | None, accepted: bool) -> None:
     """Read in each build's TE executor (LooseVersion gates): such a pair can only fall back or fail."""
-    said = _env(te=te, thunder=thunder).unsupported_pair()
+    said = reasons.unsupported_pair(_env(te=te, thunder=thunder))
     assert (said is None) == accepted, said
     if not accepted:
         assert said.startswith(f"lightning-thunder {thunder} does not support TransformerEngine {te}: it accepts TE where "
@@ -250,24 +244,24 @@ def test_a_backward_sync_inserted_only_behind_a_te_version_flag_that_is_off_skip
     saying so; with the flag on (TE > 1.6) it runs."""
     import importlib.util
 
-    from teparity.stack import versions
+    from teparity.stack import executors
 
     source = tmp_path / "gated_sync.py"
     source.write_text(_GATED_SYNC)
     spec = importlib.util.spec_from_file_location("gated_sync", source)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert versions._backward_sync_gate_off(module) == "TE_VERSION_1_6_PLUS"
+    assert executors._backward_sync_gate_off(module) == "TE_VERSION_1_6_PLUS"
     module.TE_VERSION_1_6_PLUS = True
-    assert versions._backward_sync_gate_off(module) is None
+    assert executors._backward_sync_gate_off(module) is None
     del module._transformer_engine_bwd_fp8_meta_sync  # 0.2.0.dev20240609 on: inserted unconditionally, elsewhere
-    assert versions._backward_sync_gate_off(module) is None
+    assert executors._backward_sync_gate_off(module) is None
     legacy = ExecutorInfo("legacy", "m", "a", has_backward_sync=True, executor_present=True, backward_sync_gate_off="TE_VERSION_1_6_PLUS")
-    reason = _env(thunder="0.2.0.dev20240513", executors={"legacy": legacy, "functional": ExecutorInfo("functional")}).backward_sync_reason()
+    reason = reasons.no_backward_sync(_env(thunder="0.2.0.dev20240513", executors={"legacy": legacy, "functional": ExecutorInfo("functional")}))
     assert reason == ("lightning-thunder 0.2.0.dev20240513's legacy TE executor inserts te_sync_fp8_meta_bwd only if "
                       "TE_VERSION_1_6_PLUS, which is false here (TransformerEngine absent); without it, it reorders the TE "
                       "linears instead")
-    assert _env().backward_sync_reason() is None
+    assert reasons.no_backward_sync(_env()) is None
 
 
 @pytest.mark.parametrize(
@@ -281,9 +275,9 @@ def test_a_backward_sync_inserted_only_behind_a_te_version_flag_that_is_off_skip
 )
 def test_a_ddp_transform_that_rejects_an_input_requiring_grad_is_named(thunder: str | None, rejects: bool) -> None:
     """The bisected boundary: before it the ddp tier's inputs do not require grad, and the reason says so."""
-    from teparity.stack.versions import ddp_input_grad_reason
+    from teparity.stack.reasons import no_input_grad_under_ddp
 
-    said = ddp_input_grad_reason(thunder)
+    said = no_input_grad_under_ddp(thunder)
     assert (said is not None) == rejects, said
     if rejects:
         assert f"lightning-thunder {thunder}'s DDP transform raises on an input that requires grad" in said
@@ -305,10 +299,10 @@ def test_thunder_is_preloaded_before_the_fork_only_without_te_whatever_the_nvml_
     on the H200): the fork server imports torch, TE and torch's compiler (which the probe keeps only where
     its child still runs CUDA), never thunder."""
     assert not any(m.startswith("thunder") for m in COMPILER_MODULES)
-    from teparity.stack import versions
+    from teparity.stack import envprobe
 
-    real = versions.installed_version
-    monkeypatch.setattr(versions, "installed_version", lambda name: te if name == "transformer_engine" else real(name))
+    real = envprobe.installed_version
+    monkeypatch.setattr(envprobe, "installed_version", lambda name: te if name == "transformer_engine" else real(name))
     if nvml is None:
         monkeypatch.delenv("PYTORCH_NVML_BASED_CUDA_CHECK", raising=False)
     else:

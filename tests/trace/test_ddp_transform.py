@@ -21,6 +21,7 @@ from teparity.inrank.scenarios import DdpTransformSpec, ddp_transform_run
 from teparity.judge.compare import Comparison, compare_ddp_runs
 from teparity.judge.failures import raise_if_ranks_raised
 from teparity.judge.tolerances import FP32_AGAINST_TORCH
+from teparity.stack import reasons
 
 pytestmark = [pytest.mark.multirank, pytest.mark.parametrize("executor", ["legacy"])]
 
@@ -29,7 +30,7 @@ pytestmark = [pytest.mark.multirank, pytest.mark.parametrize("executor", ["legac
 def test_ddp_transform_matches_torch_ddp(
     executor: str, teparity_env: Any, rank_runner: RankRunner, world_size: int, evidence: Any
 ) -> None:
-    if reason := teparity_env.executor_reason(executor):
+    if reason := reasons.no_executor(teparity_env, executor):
         pytest.skip(reason)
     spec = DdpTransformSpec(executor=executor)
     ctx = (f"{teparity_env.versions.describe()}; thunder ddp with {teparity_env.executors[executor].label()} (linears "

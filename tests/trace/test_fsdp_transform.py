@@ -24,6 +24,7 @@ from teparity.judge.compare import Comparison, compare_ddp_runs
 from teparity.judge.failures import raise_if_ranks_raised
 from teparity.judge.tolerances import FP32_AGAINST_TORCH
 from teparity.records import DdpTransformRun
+from teparity.stack import reasons
 
 pytestmark = [pytest.mark.multirank]
 
@@ -55,7 +56,7 @@ def test_fsdp_transform_matches_torch_fsdp(
     variant: str, teparity_env: Any, rank_runner: RankRunner, world_size: int, evidence: Any,
     torch_fsdp: dict[str, list[DdpTransformRun]],
 ) -> None:
-    if reason := teparity_env.thunder_reason():
+    if reason := reasons.no_thunder(teparity_env):
         pytest.skip(reason)
     sharding, bucketing = VARIANTS[variant]
     spec = FsdpTransformSpec(sharding=sharding, bucketing=bucketing)

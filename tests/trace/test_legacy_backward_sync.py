@@ -14,11 +14,8 @@ import pytest
 
 from teparity.inrank.scenarios import LegacySyncRun, LegacySyncSpec, legacy_sync_run
 from teparity.judge.failures import SilentFallback, SyncCountWrong
-from teparity.judge.traces import (
-    assert_no_violations,
-    check_backward_sync,
-    check_no_forward_sync,
-)
+from teparity.judge.traces import assert_no_violations, check_backward_sync, check_no_forward_sync
+from teparity.stack import reasons
 
 pytestmark = [pytest.mark.legacy_sync, pytest.mark.parametrize("executor", ["legacy"])]
 STEPS = 3
@@ -26,7 +23,7 @@ STEPS = 3
 
 def _spec(env: Any, *, ddp: bool, fsdp: str | None = None) -> LegacySyncSpec:
     """On an FP8 GPU with TE the linears really go to TE; elsewhere the trace is built on the CPU."""
-    return LegacySyncSpec(steps=STEPS, device="cpu" if env.fp8_reason() else "cuda", ddp=ddp, fsdp=fsdp)
+    return LegacySyncSpec(steps=STEPS, device="cpu" if reasons.no_fp8(env) else "cuda", ddp=ddp, fsdp=fsdp)
 
 
 def _context(env: Any, runs: list[LegacySyncRun]) -> str:

@@ -18,6 +18,7 @@ from teparity.inrank.sides import run_thunder
 from teparity.judge.parity import assert_te_claimed, raise_if_thunder_raised, trace_violations
 from teparity.judge.traces import assert_no_violations
 from teparity.records import Case, PairSpec
+from teparity.stack import reasons
 
 pytestmark = pytest.mark.fp8
 #: bf16 parameters, three linears, a 3-D input: every executor runs it on TE 2.9 and later.
@@ -27,7 +28,7 @@ CASE = Case(sizes=(48, 64, 32, 16), bias=False, lead_shape=(2, 8), activation=No
 @pytest.mark.parametrize("executor", ["legacy", "functional"])
 @pytest.mark.check("te-trace-invariants[1proc]")
 def test_te_trace_invariants(executor: str, teparity_env: Any, rank_runner: RankRunner, evidence: Any) -> None:
-    if reason := teparity_env.executor_reason(executor):
+    if reason := reasons.no_executor(teparity_env, executor):
         pytest.skip(reason)
     spec = PairSpec(executor, "delayed", (CASE,), steps=2)
     thunder = rank_runner(run_thunder, spec, world_size=1)

@@ -40,7 +40,8 @@ from teparity.judge.failures import (
     TraceInvariantBroken,
 )
 from teparity.launch.outcome import RanksFailed
-from teparity.stack.versions import Environment, Versions, parse_version
+from teparity.stack.environment import Environment
+from teparity.stack.versions import Versions, parse_version
 
 Predicate = Callable[[dict[str, Any], Environment], bool]
 

@@ -20,23 +20,17 @@ from teparity.gate.ranks import RankRunner
 from teparity.judge.compare import Comparison
 from teparity.judge.parity import assert_parity, context, reference_update
 from teparity.records import CaseRun, Pair, PairSpec, ScaleUpdate
+from teparity.stack import reasons
 
 SideKey = tuple[str, PairSpec, int, ScaleUpdate | None]
-#: The first build seen with ``thunder.dynamo.thunderfx`` (0.2.0.dev20241201 has none; read in the wheels).
-THUNDERFX_SINCE = "0.2.0.dev20241229"
 
 
 def feature_reason(spec: PairSpec, thunder: str | None) -> str | None:
     """Why this thunder cannot run the spec's program variant at all (absent by design), or None."""
-    from teparity.stack.versions import parse_version
+    changes = bool(spec.recipe_ids_by_step or spec.new_recipe_each_step)
+    return reasons.feature_absent(spec.executor, thunder, recipe_changes=changes, compile_path=spec.compile_path)
 
-    if spec.executor == "legacy" and (spec.recipe_ids_by_step or spec.new_recipe_each_step):
-        return ("the legacy TE executor takes its recipe once, at thunder.jit (te_fp8_recipe=...): a recipe change "
-                "between steps is a new thunder.jit, not a change it can see")
-    version = parse_version(thunder or "")
-    if spec.compile_path == "thunderfx" and version is not None and version < parse_version(THUNDERFX_SINCE):
-        return f"lightning-thunder {thunder} has no thunder.dynamo.thunderfx (first seen in {THUNDERFX_SINCE})"
-    return None
+
 #: Side runs of this process, newest last (module docstring).
 _SIDE_RUNS: collections.OrderedDict[SideKey, list[list[CaseRun]]] = collections.OrderedDict()
 SIDE_RUNS_KEPT = 8
@@ -57,8 +51,8 @@ class Pairs:
         from teparity.stack import recipes
 
         if reason := (
-            self.env.executor_reason(spec.executor)
-            or next(filter(None, (recipes.unsupported_reason(r, spec.executor) for r in dict.fromkeys((spec.recipe_id, *spec.recipe_ids_by_step)))), None)
+            reasons.no_executor(self.env, spec.executor)
+            or next(filter(None, (recipes.declined(r, spec.executor) for r in dict.fromkeys((spec.recipe_id, *spec.recipe_ids_by_step)))), None)
             or feature_reason(spec, self.env.versions.thunder)
         ):
             pytest.skip(reason)

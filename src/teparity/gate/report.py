@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from teparity.stack.versions import EXECUTOR_KINDS
+from teparity.stack.executors import EXECUTOR_KINDS
 
 Outcome = Literal["pass", "FAIL", "XPASS", "known", "skip"]
 #: Cell precedence: what a reader must see first.

@@ -12,8 +12,7 @@ from __future__ import annotations
 import os
 
 from teparity.launch.forkserver import FORK_SERVER_LOG_VARIABLE
-from teparity.stack.envprobe import environment, import_forkable
-from teparity.stack.versions import fork_stages
+from teparity.stack.envprobe import environment, fork_stages, import_forkable
 
 if path := os.environ.get(FORK_SERVER_LOG_VARIABLE):  # only in the fork server, which sets it while it imports this
     # The first stage (torch, TE) at once, while the probe may still run for a stack new to this machine;

@@ -28,13 +28,15 @@ from teparity.inrank.sides import (
     _grad_output,
     _input,
     _model,
-    te_scale_update,
     _thunder_snapshot,
+    te_scale_update,
 )
 from teparity.inrank.syncspy import record_fp8_syncs
 from teparity.records import CaseRun, PairSpec, ScaleUpdate, Side, StepRecord
 from teparity.stack import recipes
-from teparity.stack.versions import find_te_executors, jit_fsdp, jit_options, te_autocast
+from teparity.stack.executors import find_te_executors
+from teparity.stack.te_api import te_autocast
+from teparity.stack.thunder_api import jit_fsdp, jit_options
 
 
 def run_eager_fsdp(rank: int, world_size: int, spec: PairSpec, scale_update: ScaleUpdate = "fused") -> list[CaseRun]:

@@ -21,7 +21,7 @@ from typing import Any
 
 from teparity.inrank.scenarios import backward_collectives, transform_steps
 from teparity.records import DdpTransformRun, RankError
-from teparity.stack.versions import jit_fsdp
+from teparity.stack.thunder_api import jit_fsdp
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,16 +12,10 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from teparity.inrank.syncspy import record_fp8_syncs
-from teparity.judge.traces import TraceSummary, is_distributed, summarize
 from teparity.records import DdpTransformRun, RankError
-from teparity.stack.versions import (
-    ExecutorKind,
-    executor_module,
-    find_te_executors,
-    jit_ddp,
-    jit_fsdp,
-    jit_options,
-)
+from teparity.stack.executors import ExecutorKind, executor_module, find_te_executors
+from teparity.stack.thunder_api import jit_ddp, jit_fsdp, jit_options
+from teparity.trace_summary import TraceSummary, is_distributed, summarize
 
 if TYPE_CHECKING:
     from teparity.records import PairSpec
@@ -85,7 +79,7 @@ def legacy_ddp_with_sync_skipped_on_last_rank(rank: int, world_size: int, spec: 
     import torch.distributed as dist
 
     from teparity.inrank.sides import run_thunder
-    from teparity.tools import mutations
+    from teparity.mutations import catalog as mutations
 
     if rank == world_size - 1:
         mutations.apply(["sync-missing"])

@@ -20,7 +20,6 @@ from typing import Any
 
 from teparity.inrank import fp8state
 from teparity.inrank.syncspy import record_fp8_syncs
-from teparity.judge.traces import summarize
 from teparity.records import (
     Case,
     CaseRun,
@@ -32,16 +31,12 @@ from teparity.records import (
     fp8_groups,
 )
 from teparity.stack import recipes
-from teparity.stack.versions import (
-    ExecutorInfo,
-    ddp_input_grad_reason,
-    executor_module,
-    find_te_executors,
-    installed_version,
-    jit_ddp,
-    jit_options,
-    te_autocast,
-)
+from teparity.stack.executors import ExecutorInfo, executor_module, find_te_executors
+from teparity.stack.reasons import no_input_grad_under_ddp
+from teparity.stack.te_api import te_autocast
+from teparity.stack.thunder_api import jit_ddp, jit_options
+from teparity.stack.versions import installed_version
+from teparity.trace_summary import summarize
 
 
 def _dtype(name: str) -> Any:
@@ -174,7 +169,7 @@ def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -
 
     optimizer = torch.optim.SGD(list(parameters.values()), lr=spec.lr)
     # Both sides alike: where thunder's DDP transform cannot take it, no input requires grad.
-    input_grad = spec.train and not (spec.ddp and ddp_input_grad_reason(installed_version("lightning-thunder")))
+    input_grad = spec.train and not (spec.ddp and no_input_grad_under_ddp(installed_version("lightning-thunder")))
     steps = run.steps
     with record_fp8_syncs(None) as syncs:
         for step in range(spec.steps):

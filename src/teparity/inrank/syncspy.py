@@ -35,7 +35,7 @@ def _forward_argument(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 
 def _te_manager() -> Any | None:
     try:
-        from teparity.stack.versions import fp8_global_state_manager
+        from teparity.stack.te_api import fp8_global_state_manager
 
         return fp8_global_state_manager()
     except ImportError:

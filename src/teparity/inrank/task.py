@@ -30,7 +30,7 @@ def in_rank(rank: int, world_size: int, fn: Callable[..., Any], *args: Any) -> A
     if not _preloaded:
         preload()
     if not _mutations_applied:
-        from teparity.tools import mutations
+        from teparity.mutations import catalog as mutations
 
         mutations.apply_from_env()
         _mutations_applied = True
@@ -53,7 +53,7 @@ def reset_between_runs() -> None:
     import torch
 
     if "transformer_engine.pytorch" in sys.modules:
-        from teparity.stack.versions import fp8_global_state_manager
+        from teparity.stack.te_api import fp8_global_state_manager
 
         fp8_global_state_manager().reset()
     if "torch._dynamo" in sys.modules:  # nothing compiled before dynamo was imported
@@ -115,7 +115,7 @@ def warm_up() -> None:
 
     from teparity.inrank.sides import te_scale_update
     from teparity.stack import recipes
-    from teparity.stack.versions import te_autocast
+    from teparity.stack.te_api import te_autocast
 
     clock = time.monotonic()
     layer = te.Linear(32, 32, device="cuda")

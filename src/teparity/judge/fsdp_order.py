@@ -12,9 +12,9 @@ already holds the count: one update per TE linear and trace, i.e. one per state 
 
 from __future__ import annotations
 
-from teparity.judge.traces import TraceSummary, is_distributed
 from teparity.records import CaseRun
-from teparity.stack.versions import BACKWARD_SYNC_SYMBOL, FUNCTIONAL_UPDATE_SYMBOL
+from teparity.stack.symbols import BACKWARD_SYNC_SYMBOL, FUNCTIONAL_UPDATE_SYMBOL
+from teparity.trace_summary import TraceSummary, is_distributed
 
 
 def _short(name: str) -> str:

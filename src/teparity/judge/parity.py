@@ -33,7 +33,7 @@ from teparity.judge.traces import (
     violations_message,
 )
 from teparity.records import Case, CaseRun, Pair, PairSpec, ScaleUpdate, Snapshot, fp8_groups
-from teparity.stack.versions import ddp_input_grad_reason
+from teparity.stack.reasons import no_input_grad_under_ddp
 
 
 def reference_update(executor: str) -> ScaleUpdate:
@@ -205,9 +205,9 @@ def compiled_entries(runs_by_rank: list[list[CaseRun]]) -> dict[int, dict[str, i
 
 def left_out(env: Any, spec: PairSpec) -> str:
     """What this build's DDP transform keeps out of the comparison, and why ("" when nothing): the
-    ranks' inputs do not require grad where it cannot take one (``versions.ddp_input_grad_reason``,
+    ranks' inputs do not require grad where it cannot take one (``versions.no_input_grad_under_ddp``,
     which the ranks follow too)."""
-    reason = ddp_input_grad_reason(env.versions.thunder) if spec.ddp else None
+    reason = no_input_grad_under_ddp(env.versions.thunder) if spec.ddp else None
     return f"; input gradients not compared: {reason}" if reason else ""
 
 

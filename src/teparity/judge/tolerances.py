@@ -27,7 +27,6 @@ those are compared within a few ulp, and outputs and gradients within TE's table
 from __future__ import annotations
 
 import dataclasses
-
 from typing import TYPE_CHECKING
 
 from teparity.stack.recipes import RECIPES

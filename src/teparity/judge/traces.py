@@ -1,55 +1,18 @@
-"""Queries and invariants over thunder traces, with violations that carry the trace tail as evidence.
-
-A trace is first reduced to a ``TraceSummary``: one plain-data row per bound symbol (index, name,
-role, first printed line). Ranks send summaries back to the parent, and every invariant is a
-function of a summary, so a check reads the same in one process and on several ranks, on every
-thunder build. The return is found by ``PrimIDs.RETURN`` (``return`` in 2024 builds, ``python_return``
-later), never by name.
-"""
+"""Invariants over thunder traces (``teparity.trace_summary``), with violations that carry the trace tail as
+evidence: every invariant is a function of a summary, so a check reads the same in one process and on
+several ranks, on every thunder build."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
 
 from teparity.judge.failures import TraceInvariantBroken
-from teparity.stack.versions import BACKWARD_SYNC_SYMBOL
+from teparity.stack.symbols import BACKWARD_SYNC_SYMBOL
+from teparity.trace_summary import SymbolRow, TraceSummary
 
-Role = Literal["return", "backward_sync", "grad_wait", "all_reduce", "other"]
-
-#: Executed-trace names of thunder's distributed wait / all-reduce (torch executor implementations
-#: of ``thunder.distributed.prims.wait`` / ``all_reduce``) and of the prims themselves.
-_WAIT_NAMES = frozenset({"torch_wait_prim_impl", "wait"})
-_ALL_REDUCE_NAMES = frozenset({"torch_all_reduce_prim_impl", "all_reduce"})
 TAIL_ROWS = 4
 CONTEXT_ROWS = 2
-
-
-@dataclasses.dataclass(frozen=True)
-class SymbolRow:
-    index: int
-    name: str
-    role: Role
-    text: str
-    #: Names of the proxies the symbol reads (args and kwargs, flattened; None arguments left out) and
-    #: writes: the data flow that the FP8-state invariants follow.
-    inputs: tuple[str, ...] = ()
-    outputs: tuple[str, ...] = ()
-
-
-@dataclasses.dataclass(frozen=True)
-class TraceSummary:
-    """A trace as plain data: picklable across ranks, comparable, printable."""
-
-    label: str
-    rows: tuple[SymbolRow, ...]
-
-    def indices(self, role: Role) -> list[int]:
-        return [row.index for row in self.rows if row.role == role]
-
-    def count(self, role: Role) -> int:
-        return len(self.indices(role))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,50 +23,6 @@ class Violation:
 
     def render(self) -> str:
         return f"[{self.invariant}] {self.message}\n{self.evidence}"
-
-
-def is_distributed(name: str) -> bool:
-    """A thunder torch-executor collective, wait or bucket helper (``torch_*_prim_impl``)."""
-    return name.startswith("torch_") and name.endswith("_prim_impl")
-
-
-def _role(bsym: Any) -> Role:
-    from thunder.core.prims import PrimIDs
-
-    sym = bsym.sym
-    if sym.id == PrimIDs.RETURN:
-        return "return"
-    if sym.name == BACKWARD_SYNC_SYMBOL or sym.id == BACKWARD_SYNC_SYMBOL:
-        return "backward_sync"
-    if sym.name in _WAIT_NAMES:
-        return "grad_wait"
-    if sym.name in _ALL_REDUCE_NAMES:
-        return "all_reduce"
-    return "other"
-
-
-def _first_line(bsym: Any) -> str:
-    try:
-        lines = str(bsym).strip().splitlines()
-    except Exception as error:  # printing a symbol must never hide the evidence of the others
-        return f"<unprintable: {type(error).__name__}>"
-    return (lines[0] if lines else "")[:140]
-
-
-def _proxy_names(proxies: Iterable[Any]) -> tuple[str, ...]:
-    return tuple(name for proxy in proxies if isinstance(name := getattr(proxy, "name", None), str))
-
-
-def summarize(trace: Any, label: str) -> TraceSummary:
-    """Reduce a thunder ``TraceCtx`` to a ``TraceSummary``."""
-    rows = tuple(
-        SymbolRow(
-            index=i, name=bsym.sym.name, role=_role(bsym), text=_first_line(bsym),
-            inputs=_proxy_names(bsym.flat_proxy_args), outputs=_proxy_names(bsym.flat_proxy_outs),
-        )
-        for i, bsym in enumerate(trace.bound_symbols)
-    )
-    return TraceSummary(label=label, rows=rows)
 
 
 def render_rows(summary: TraceSummary, focus: Iterable[int]) -> str:
@@ -236,10 +155,7 @@ def _named(summary: TraceSummary, prefix: str) -> list[int]:
 def check_te_claims(forward: TraceSummary, backward: TraceSummary | None, executor: str, n_linears: int) -> list[Violation]:
     """TE symbols hold every linear, forward and backward (None: a forward-only program): a silent
     fallback to torch is a failure."""
-    from teparity.stack.versions import (
-        TE_BACKWARD_LINEAR_PREFIX,
-        TE_FORWARD_LINEAR_PREFIX,
-    )
+    from teparity.stack.symbols import TE_BACKWARD_LINEAR_PREFIX, TE_FORWARD_LINEAR_PREFIX
 
     violations = []
     directions = [(forward, TE_FORWARD_LINEAR_PREFIX[executor])]
@@ -263,7 +179,7 @@ def check_te_claims(forward: TraceSummary, backward: TraceSummary | None, execut
 
 def te_linears_held(forward: TraceSummary, executor: str) -> int:
     """How many linears the executor's TE symbols hold in a forward trace."""
-    from teparity.stack.versions import TE_FORWARD_LINEAR_PREFIX
+    from teparity.stack.symbols import TE_FORWARD_LINEAR_PREFIX
 
     return len(_named(forward, TE_FORWARD_LINEAR_PREFIX[executor]))
 
@@ -271,7 +187,7 @@ def te_linears_held(forward: TraceSummary, executor: str) -> int:
 def check_no_forward_linear_in_backward(backward: TraceSummary, executor: str, recomputed: tuple[int, int] = (0, 0)) -> list[Violation]:
     """A forward TE linear in the backward trace is a recomputation: between ``recomputed[0]`` and
     ``recomputed[1]`` of them (the linears of an activation-checkpointed region), none otherwise."""
-    from teparity.stack.versions import TE_FORWARD_LINEAR_PREFIX
+    from teparity.stack.symbols import TE_FORWARD_LINEAR_PREFIX
 
     found = _named(backward, TE_FORWARD_LINEAR_PREFIX[executor])
     least, most = recomputed
@@ -286,10 +202,7 @@ def check_functional_updates(summary: TraceSummary, n_linears: int | None, *, ma
     """Exactly one amax/scale update per TE linear (``n_linears`` None: any number, where activation
     checkpointing moves updates between the traces and ``check_fp8_state_updates`` counts them per
     state), all before the return; at most ``max_recipes`` recipe lookups."""
-    from teparity.stack.versions import (
-        FUNCTIONAL_RECIPE_PREFIX,
-        FUNCTIONAL_UPDATE_SYMBOL,
-    )
+    from teparity.stack.symbols import FUNCTIONAL_RECIPE_PREFIX, FUNCTIONAL_UPDATE_SYMBOL
 
     updates = _named(summary, FUNCTIONAL_UPDATE_SYMBOL)
     returns = summary.indices("return")
@@ -318,7 +231,7 @@ def check_fp8_state_updates(forward: TraceSummary, backward: TraceSummary | None
     the forward state of the forward linear of the same weight: what thunder's activation-checkpointing
     transform (``_te_activation_checkpointing_transform``) promises. Follows proxy names through
     ``get_te_fp8_state_N`` and ``get_te_fp8_quantizers_N``."""
-    from teparity.stack.versions import FUNCTIONAL_UPDATE_SYMBOL, TE_FORWARD_LINEAR_PREFIX
+    from teparity.stack.symbols import FUNCTIONAL_UPDATE_SYMBOL, TE_FORWARD_LINEAR_PREFIX
 
     summaries = [forward] if backward is None else [forward, backward]
     state_of: dict[str, str] = {}  # state proxy -> its get_te_fp8_state symbol

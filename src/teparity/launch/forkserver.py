@@ -73,6 +73,7 @@ FORK_SERVER_LOG_VARIABLE = "TEPARITY_FORK_SERVER_LOG"
 PER_PROCESS_VARIABLES = frozenset({
     "PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
     "PYTEST_VERSION", "COLUMNS", "LINES", FORK_SERVER_VARIABLE,
+    "TEPARITY_PROBE_RUN",  # teparity.stack.envprobe.RUN_VARIABLE: each run's own
     "SHLVL", "PS1", "PS2", "PS4", "PROMPT_COMMAND", "_", "PWD", "OLDPWD",
 })
 #: How many changed files a hello names (it counts them all).

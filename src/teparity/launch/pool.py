@@ -47,22 +47,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from teparity.launch.outcome import (
-    FAILURE_GRACE_S,
-    Backend,
-    RankFailure,
-    RanksFailed,
-    dump_stacks,
-    ended,
-    START_DEADLINE_S,
-    hang_reason,
-    log_tail,
-    pg_timeout_for,
-    qualified_name,
-    rerun_line,
-    task_line,
-    wall_clock,
-)
 from teparity.launch.forkserver import (
     FORK_SERVER_VARIABLE,
     ForkedProcess,
@@ -72,6 +56,22 @@ from teparity.launch.forkserver import (
     check_standby,
     environment,
     start_server,
+)
+from teparity.launch.outcome import (
+    FAILURE_GRACE_S,
+    START_DEADLINE_S,
+    Backend,
+    RankFailure,
+    RanksFailed,
+    dump_stacks,
+    ended,
+    hang_reason,
+    log_tail,
+    pg_timeout_for,
+    qualified_name,
+    rerun_line,
+    task_line,
+    wall_clock,
 )
 from teparity.launch.rank import join_group, start_rank
 

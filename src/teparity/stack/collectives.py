@@ -5,17 +5,16 @@ The fsdp tier needs, on CUDA tensors, what thunder's FSDP and torch's FSDP2 issu
 with SUM after a pre-division), ``all_reduce`` (TE's amax reduction, MAX) and ``broadcast``.
 ``probe_gloo_cuda`` runs each on 2 gloo ranks sharing cuda:0 (``scripts/gloo_cuda_collectives_probe.py``
 prints its table on a GPU host): with torch 2.11.0 all of them run, and still torch FSDP2 crashed there,
-so on gloo with a GPU the tier skips with that evidence (``fsdp_backend_reason``) without probing again.
+so on gloo with a GPU the tier skips with that evidence (``teparity.stack.reasons.fsdp_backend_unfit``)
+without probing again.
 """
 
 from __future__ import annotations
 
-import os
 import queue
 import tempfile
 from pathlib import Path
 from typing import Any
-
 
 #: name -> what it runs; each checked for the right values, not only for not raising.
 COLLECTIVES = (
@@ -126,23 +125,3 @@ def probe_gloo_cuda(world_size: int = 2) -> dict[str, str]:
 def table(results: dict[str, str]) -> str:
     width = max(map(len, results))
     return "\n".join(f"{name.ljust(width)}  {outcome}" for name, outcome in results.items())
-
-
-#: Set to 1 to run the fsdp tier on gloo ranks sharing one GPU anyway (to measure it again).
-FSDP_ON_GLOO_VARIABLE = "TEPARITY_FSDP_ON_GLOO"
-#: Measured on one H200 (docs/results/h200-te2.9.0-features/call2-65ae0b1, fsdp-gloo.*): every
-#: collective above ran on gloo with CUDA tensors, and still torch FSDP2 did not get through its first step.
-FSDP2_GLOO_ONE_GPU = (
-    "torch FSDP2 (fully_shard over te.Linear) on 2 gloo ranks sharing one H200 crashed in its first step: rank 0 "
-    "died of SIGSEGV in DTensor.full_tensor (torch 2.11.0+cu130, TE 2.9.0, 2026-12-01), although "
-    "all_gather_into_tensor, reduce_scatter_tensor, all_reduce and broadcast each ran there on CUDA tensors; the "
-    f"fsdp tier needs NCCL, one GPU per rank ({FSDP_ON_GLOO_VARIABLE}=1 runs it on gloo anyway)"
-)
-
-
-def fsdp_backend_reason(backend: str, gpus: int) -> str | None:
-    """Why the fsdp tier does not run on this backend, or None: on gloo with a GPU, the FSDP2 crash seen
-    there, unless ``FSDP_ON_GLOO_VARIABLE`` is 1 (then a collective gloo refuses fails the test)."""
-    if backend != "gloo" or not gpus or os.environ.get(FSDP_ON_GLOO_VARIABLE) == "1":
-        return None
-    return FSDP2_GLOO_ONE_GPU

@@ -21,9 +21,34 @@ import sys
 import tempfile
 from pathlib import Path
 
-from teparity.stack.versions import Environment, Versions, find_te_executors, fork_stages
+from teparity.stack.environment import Environment
+from teparity.stack.executors import find_te_executors
+from teparity.stack.versions import Versions, installed_version
 
 PROBE_TIMEOUT_S = 300
+
+
+#: What a fork server imports after torch and TE where a forked child still runs CUDA after them: torch's
+#: compiler. TE compiles its Python FP8 scale update with ``torch.compile`` (``jit_fuser``), so every rank's
+#: first FP8 step would import inductor itself; thunder is not among them (see ``fork_stages``).
+COMPILER_MODULES = ("torch._dynamo", "torch._inductor.compile_fx", "torch._inductor.runtime.triton_heuristics")
+
+
+def fork_stages() -> tuple[tuple[str, ...], ...]:
+    """What a fork server may import before it forks ranks, in stages: each stage adds to the ones before,
+    and the environment probe keeps the most stages after which a forked child still runs CUDA
+    (``envprobe.fork_check``). torch and ``transformer_engine.pytorch`` leave fork usable. torch's compiler
+    (``COMPILER_MODULES``) does only under the NVML-based CUDA check: its import calls
+    ``torch.cuda.is_available()``, which otherwise asks the CUDA runtime ("Cannot re-initialize
+    CUDA in forked subprocess"), so teparity sets ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` for its ranks
+    (``teparity.launch.rank_env``). thunder's import does not leave fork usable where TE is installed, even
+    with that check (seen on the H200: 0.2.6 initialises torch's CUDA, 0.2.7.dev20260201 the driver;
+    docs/facts.md), so each rank imports thunder itself. Without TE nothing in a rank uses a
+    GPU: torch and thunder."""
+    if installed_version("transformer_engine") is None:
+        return (("torch", "thunder"),)
+    return (("torch", "transformer_engine.pytorch"), COMPILER_MODULES)
+
 #: The run a cached probe belongs to: the process that starts a run (a lone pytest, the xdist controller,
 #: ``doctor``) sets a new value, which its workers, ranks and fork server inherit (``new_run``).
 RUN_VARIABLE = "TEPARITY_PROBE_RUN"

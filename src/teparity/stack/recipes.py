@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from teparity.stack.versions import ExecutorKind, installed_version, parse_version
+from teparity.stack.executors import ExecutorKind
+from teparity.stack.reasons import recipe_declined
 
 #: id -> (recipe class, keyword arguments). Non-default DelayedScaling settings cover both formats,
 #: both amax algorithms, a short history (rolled within the run) and a margin.
@@ -35,21 +36,6 @@ def build(recipe_id: str) -> Any:
     return getattr(te_recipe, class_name)(**kwargs)
 
 
-def unsupported_reason(recipe_id: str, executor: ExecutorKind) -> str | None:
-    """Why this executor / installed TE cannot run this recipe, or None."""
-    class_name = RECIPES[recipe_id][0]
-    te = parse_version(installed_version("transformer_engine") or "")
-    if class_name == "Float8CurrentScaling":
-        if te is not None and te < parse_version("2.2"):
-            return f"Float8CurrentScaling needs TransformerEngine 2.2+ (installed {te})"
-        if executor == "legacy":
-            return (
-                "the legacy TE executor accepts DelayedScaling and MXFP8BlockScaling only "
-                "(its _linear_checker asserts so)"
-            )
-        return (
-            "the functional TE executor declines Float8CurrentScaling (its _linear_checker takes "
-            "DelayedScaling, MXFP8BlockScaling, NVFP4BlockScaling, warns and leaves the linear to torch; "
-            "read in thunder 0.2.6 and the 0.2.7 dev sources)"
-        )
-    return None
+def declined(recipe_id: str, executor: ExecutorKind) -> str | None:
+    """Why this executor / installed TE cannot run this recipe, or None (``teparity.stack.reasons``)."""
+    return recipe_declined(RECIPES[recipe_id][0], executor)

@@ -23,7 +23,8 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from teparity.gate.report import NO_EXECUTOR
-from teparity.stack.versions import Environment
+from teparity.stack import reasons
+from teparity.stack.environment import Environment
 from teparity.tools.killmatrix import GateRun, run_gate
 
 Verdict = Literal["good", "bad", "skip"]
@@ -185,11 +186,11 @@ def verdict(run: GateRun, entry: str | None = None) -> tuple[Verdict, str, tuple
         tail = run.output.strip().splitlines()[-1:] or ["no output"]
         return "skip", f"no parity report (pytest exit {run.returncode}): {tail[0]}", ()
     env = Environment.from_json(report["environment"])
-    if broken := env.import_failure():
+    if broken := reasons.import_failure(env):
         missing = re.search(r"No module named '([^'.]+)", broken)
         needs = f" (needs {missing.group(1)}: install it into the environment)" if missing else ""
         return "skip", f"does not import: {broken}{needs}", ()
-    if unsupported := env.unsupported_pair():
+    if unsupported := reasons.unsupported_pair(env):
         return "skip", unsupported, ()
     tests = [t for r in report.get("results", []) for t in r["tests"]]
     if report.get("exitstatus") == 5 or not tests:

@@ -15,8 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from teparity.tools.mutations import CATALOG
-
+from teparity.mutations.catalog import CATALOG
 
 _FAILING = ("FAIL", "XPASS")
 

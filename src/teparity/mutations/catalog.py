@@ -1,0 +1,190 @@
+"""The catalog of known regressions of thunder's TE executors, each injectable into the installed thunder at
+run time. ``pytest --teparity-inject NAME`` applies one in every test process and, through ``ENV_VAR``, in
+every rank, so that the gate can be shown to fail on the regression it exists to catch; ``python -m teparity
+kill-matrix`` runs the gate under each that applies here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
+
+from teparity.mutations import distributed, functional, legacy, patching
+from teparity.stack.reasons import mutation_inapplicable
+
+if TYPE_CHECKING:
+    from teparity.stack.environment import Environment
+
+ENV_VAR = "TEPARITY_INJECT"
+#: What the installed stack must have for a mutation to apply (``teparity.stack.reasons.mutation_inapplicable``).
+Requirement = Literal[
+    "legacy-sync", "legacy-te", "functional-te", "functional-fp8-group", "functional-checkpointing", "te",
+    "ddp-transform", "fsdp-transform",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutation:
+    name: str
+    description: str
+    #: What the installed stack must have for the mutation to apply (the apply function checks too).
+    requires: Requirement
+    apply: Callable[[], None]
+
+    def unavailable_reason(self, env: Environment) -> str | None:
+        """Why this mutation does not apply here, or None."""
+        return mutation_inapplicable(self.requires, env)
+
+
+CATALOG: dict[str, Mutation] = {
+    m.name: m
+    for m in (
+        Mutation(
+            "sync-after-return",
+            "the backward FP8 sync appended after the backward trace's return, so it never runs "
+            "(the bug fixed by thunder PR #591, 2024-06-14)",
+            "legacy-sync",
+            lambda: legacy.patch_sync_insertion(legacy.place_after_return),
+        ),
+        Mutation(
+            "sync-missing",
+            "the backward FP8 sync never inserted: backward amax/scale updates silently stop",
+            "legacy-sync",
+            lambda: legacy.patch_sync_insertion(legacy.place_nowhere),
+        ),
+        Mutation(
+            "sync-duplicated",
+            "the backward FP8 sync inserted twice: amax histories roll twice per step",
+            "legacy-sync",
+            lambda: legacy.patch_sync_insertion(legacy.place_twice),
+        ),
+        Mutation(
+            "legacy-scale-perturbed",
+            f"the legacy executor's forward scales off by a factor {patching.PERTURBATION} after every backward sync",
+            "legacy-te",
+            legacy.perturb_scale,
+        ),
+        Mutation(
+            "functional-scale-perturbed",
+            f"the functional executor's scale update off by a factor {patching.PERTURBATION}",
+            "functional-te",
+            lambda: functional.patch_update(functional.perturbed),
+        ),
+        Mutation(
+            "functional-amax-update-dropped",
+            "the functional executor's per-linear amax/scale update does nothing",
+            "functional-te",
+            lambda: functional.patch_update(functional.dropped),
+        ),
+        Mutation(
+            "functional-no-cross-rank-reduction",
+            "the functional amax update without its cross-rank all-reduce (before thunder PR #2404)",
+            "functional-te",
+            functional.no_cross_rank_reduction,
+        ),
+        Mutation(
+            "fp8-group-ignored",
+            "the functional amax reduction over the default group instead of fp8_autocast's fp8_group",
+            "functional-fp8-group",
+            functional.fp8_group_ignored,
+        ),
+        Mutation(
+            "first-module-token-kept",
+            "the legacy executor stops consuming TE's first-module token, so TE syncs in backward too",
+            "legacy-te",
+            legacy.first_module_token_kept,
+        ),
+        Mutation(
+            "autocast-wrapper-dropped",
+            "the legacy forward program no longer wrapped in fp8_autocast: TE's modules run outside FP8",
+            "legacy-te",
+            lambda: legacy.patch_autocast_wrapper(lambda module: "# teparity mutant: fp8_autocast wrapper dropped"),
+        ),
+        Mutation(
+            "autocast-recipe-dropped",
+            "the legacy forward wrapped in fp8_autocast() without the recipe the user passed: TE's default "
+            "recipe runs (numerically invisible when the user's recipe is the default)",
+            "legacy-te",
+            lambda: legacy.patch_autocast_wrapper(lambda module: module.TE_CTX_STR.replace(f"fp8_recipe={module.FP8_RECIPE_KEY}", "")),
+        ),
+        Mutation(
+            "forward-linear-recomputed",
+            "the functional backward recomputes each forward TE linear instead of using the saved "
+            "quantized tensors: a second GEMM per linear, and its quantization writes the amaxes again",
+            "functional-te",
+            lambda: functional.grad_transform(recompute_forward=True),
+        ),
+        Mutation(
+            "functional-backward-update-missing",
+            "the functional grad transform without the backward amax/scale update: grad_output scales never move",
+            "functional-te",
+            lambda: functional.grad_transform(backward_update=False),
+        ),
+        Mutation(
+            "amax-updates-duplicated",
+            "every functional amax/scale update applied twice: histories roll twice per step",
+            "functional-te",
+            lambda: functional.patch_update(functional.twice),
+        ),
+        Mutation(
+            "checkpointing-transform-skipped",
+            "thunder's TE activation-checkpointing transform skipped: the recomputed linears update their FP8 "
+            "state again in the backward (twice per step)",
+            "functional-checkpointing",
+            functional.checkpointing_transform_skipped,
+        ),
+        Mutation(
+            "recipe-change-state-kept",
+            "the functional executor's recipe state reused across recipe objects: a recipe change keeps the "
+            "old FP8 state",
+            "functional-te",
+            functional.recipe_state_kept,
+        ),
+        Mutation(
+            "autocast-linear-not-downcast",
+            "thunder's autocast rule for linear no longer downcasts its operands: under torch.autocast the linear "
+            "gets fp32 operands where eager TE's autocast computes in bfloat16",
+            "te",
+            distributed.linear_not_downcast_under_autocast,
+        ),
+        Mutation(
+            "ddp-gradient-not-reduced",
+            "thunder's DDP transform leaves the last parameter unsynchronized: its gradient is never all-reduced",
+            "ddp-transform",
+            distributed.ddp_gradient_not_reduced,
+        ),
+        Mutation(
+            "fsdp-gradient-not-reduced",
+            "thunder's FSDP backward keeps each rank's own slice of its gradient instead of reduce-scattering it: "
+            "sharded gradients are never summed across ranks",
+            "fsdp-transform",
+            distributed.fsdp_gradient_not_reduced,
+        ),
+        Mutation(
+            "checker-declines",
+            "every TE executor's checker declines every linear: a silent fallback to torch",
+            "te",
+            distributed.decline_every_linear,
+        ),
+    )
+}
+
+
+def active() -> list[str]:
+    """Names of the mutations requested for this process tree."""
+    return [name for name in os.environ.get(ENV_VAR, "").split(",") if name]
+
+
+def apply(names: list[str]) -> None:
+    unknown = [name for name in names if name not in CATALOG]
+    if unknown:
+        raise KeyError(f"unknown mutation(s) {unknown}; the catalog has {sorted(CATALOG)}")
+    for name in names:
+        CATALOG[name].apply()
+
+
+def apply_from_env() -> None:
+    """Apply what ``TEPARITY_INJECT`` asks for (called at the start of every rank)."""
+    apply(active())

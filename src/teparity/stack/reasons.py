@@ -1,0 +1,207 @@
+"""Why the gate cannot run something here: every skip reason, in one place. Each function answers None
+(it can) or the sentence a skip prints, which names what is missing and, where there is one, the option or
+install behind it. Absent by design only: an installed system under test that does not import is never a
+skip (``import_failure``)."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from teparity.stack import since
+from teparity.stack.symbols import BACKWARD_SYNC_SYMBOL
+from teparity.stack.te_gates import gate_for
+from teparity.stack.versions import installed_version, parse_version
+
+if TYPE_CHECKING:
+    from teparity.stack.environment import Environment
+    from teparity.stack.executors import ExecutorKind
+
+
+def import_failure(env: Environment) -> str | None:
+    """Why an installed system under test does not import (thunder or TE), or None: never a skip."""
+    failures = []
+    if env.versions.thunder is not None and env.thunder_import_error:
+        failures.append(f"lightning-thunder {env.versions.thunder}: {env.thunder_import_error}")
+    if env.versions.transformer_engine is not None and env.te_import_error:
+        failures.append(f"TransformerEngine {env.versions.transformer_engine}: {env.te_import_error}")
+    return "; ".join(failures) or None
+
+
+def unsupported_pair(env: Environment) -> str | None:
+    """Why this thunder build's legacy TE executor refuses this TE at all (its version gate, as thunder
+    compares it: te_gates.py), or None: such a pair can only fall back to torch or fail, so the gate
+    fails it rather than testing what is left."""
+    thunder, te = parse_version(env.versions.thunder or ""), env.versions.transformer_engine
+    if thunder is None or te is None or (gate := gate_for(thunder)) is None or gate.accepts(te):
+        return None
+    return f"lightning-thunder {thunder} does not support TransformerEngine {te}: it accepts TE where {gate.describe()}"
+
+
+def executor_absent(kind: ExecutorKind, thunder: str | None) -> str:
+    """Why this thunder has no executor of ``kind`` at all."""
+    why = {
+        "legacy": f"the legacy TE executor was removed in {since.LEGACY_EXECUTOR_REMOVED_IN} (thunder PR #2762)",
+        "functional": f"the functional TE executor first shipped in {since.FUNCTIONAL_EXECUTOR_SINCE} (transformer_engine_v2ex)",
+    }[kind]
+    return f"lightning-thunder {thunder} has none: {why}"
+
+
+def no_thunder(env: Environment) -> str | None:
+    if env.versions.thunder is None:
+        return "lightning-thunder is not installed"
+    if env.thunder_import_error:
+        return f"lightning-thunder {env.versions.thunder} fails to import: {env.thunder_import_error}"
+    return None
+
+
+def no_executor(env: Environment, kind: ExecutorKind) -> str | None:
+    return no_thunder(env) or env.executors[kind].missing_reason
+
+
+def no_backward_sync(env: Environment) -> str | None:
+    if reason := no_executor(env, "legacy"):
+        return reason
+    if not env.executors["legacy"].has_backward_sync:
+        return (
+            f"lightning-thunder {env.versions.thunder}'s legacy TE executor has no {BACKWARD_SYNC_SYMBOL} "
+            f"(added {since.BACKWARD_SYNC_ADDED})"
+        )
+    if flag := env.executors["legacy"].backward_sync_gate_off:
+        te = env.versions.transformer_engine
+        te = f"TransformerEngine {te}" if te else "TransformerEngine absent"
+        return (
+            f"lightning-thunder {env.versions.thunder}'s legacy TE executor inserts {BACKWARD_SYNC_SYMBOL} only "
+            f"if {flag}, which is false here ({te}); without it, it reorders the TE linears instead"
+        )
+    return None
+
+
+def no_te(env: Environment) -> str | None:
+    if env.versions.transformer_engine is None:
+        return "TransformerEngine is not installed (GPU tiers need `pip install .[gpu]` on an FP8 GPU host)"
+    if env.te_import_error:
+        return f"TransformerEngine {env.versions.transformer_engine} fails to import: {env.te_import_error}"
+    return None
+
+
+def no_fp8_gpu(env: Environment) -> str | None:
+    if not env.gpus:
+        return "no CUDA GPU visible (FP8 needs sm_89+)"
+    if not any(g.fp8 for g in env.gpus):
+        seen = ", ".join(g.describe() for g in env.gpus)
+        return f"no FP8-capable GPU (need sm_89+; found {seen})"
+    return None
+
+
+def no_fp8(env: Environment) -> str | None:
+    """Why thunder + TE FP8 cannot run here (TE, GPU), or None."""
+    return no_te(env) or no_fp8_gpu(env)
+
+
+def too_few_gpus(env: Environment, count: int) -> str | None:
+    if len(env.gpus) < count:
+        return f"needs {count} GPUs, {len(env.gpus)} visible"
+    return None
+
+
+def no_input_grad_under_ddp(thunder: str | None) -> str | None:
+    """Why thunder ``thunder``'s DDP transform cannot take an input that requires grad, or None.
+
+    Before ``DDP_INPUT_GRAD_SINCE`` its gradient bucketing (``thunder/distributed/transforms/ddp.py``,
+    ``optimize_allreduce_in_ddp_backward``) looks for an all-reduce behind every tensor the backward
+    returns, the input's gradient too, and raises ``ValueError: <CollectionProxy ...> had an unexpected
+    type`` in ``get_bsym_of_allreduce_of_grad``, whatever ``bucket_size_in_mb`` (docs/facts.md). There the
+    ddp tier's inputs do not require grad; the known defect ``ddp-transform-rejects-input-grad`` covers
+    the check that insists (``ddp-transform-matches-torch-ddp``).
+    """
+    if since.reached(thunder, since.DDP_INPUT_GRAD_SINCE):
+        return None
+    return (
+        f"lightning-thunder {thunder}'s DDP transform raises on an input that requires grad (fixed in "
+        f"{since.DDP_INPUT_GRAD_SINCE}): the inputs do not require grad and input gradients are not compared"
+    )
+
+
+def feature_absent(executor: ExecutorKind, thunder: str | None, *, recipe_changes: bool, compile_path: str) -> str | None:
+    """Why this thunder cannot run a program variant at all (absent by design), or None."""
+    if executor == "legacy" and recipe_changes:
+        return ("the legacy TE executor takes its recipe once, at thunder.jit (te_fp8_recipe=...): a recipe change "
+                "between steps is a new thunder.jit, not a change it can see")
+    if compile_path == "thunderfx" and not since.reached(thunder, since.THUNDERFX_SINCE):
+        return f"lightning-thunder {thunder} has no thunder.dynamo.thunderfx (first seen in {since.THUNDERFX_SINCE})"
+    return None
+
+
+def recipe_declined(recipe_class: str, executor: ExecutorKind) -> str | None:
+    """Why this executor / installed TE cannot run a recipe of class ``recipe_class``, or None."""
+    if recipe_class != "Float8CurrentScaling":
+        return None
+    te = installed_version("transformer_engine")
+    if te is not None and not since.reached(te, since.CURRENT_SCALING_TE_SINCE):
+        return f"Float8CurrentScaling needs TransformerEngine {since.CURRENT_SCALING_TE_SINCE}+ (installed {te})"
+    if executor == "legacy":
+        return "the legacy TE executor accepts DelayedScaling and MXFP8BlockScaling only (its _linear_checker asserts so)"
+    return (
+        "the functional TE executor declines Float8CurrentScaling (its _linear_checker takes "
+        "DelayedScaling, MXFP8BlockScaling, NVFP4BlockScaling, warns and leaves the linear to torch; "
+        "read in thunder 0.2.6 and the 0.2.7 dev sources)"
+    )
+
+
+#: Set to 1 to run the fsdp tier on gloo ranks sharing one GPU anyway (to measure it again).
+FSDP_ON_GLOO_VARIABLE = "TEPARITY_FSDP_ON_GLOO"
+#: Measured on one H200 (docs/results/h200-te2.9.0-features/call2-65ae0b1, fsdp-gloo.*): every
+#: collective the tier needs ran on gloo with CUDA tensors, and still torch FSDP2 did not get through its first step.
+FSDP2_GLOO_ONE_GPU = (
+    "torch FSDP2 (fully_shard over te.Linear) on 2 gloo ranks sharing one H200 crashed in its first step: rank 0 "
+    "died of SIGSEGV in DTensor.full_tensor (torch 2.11.0+cu130, TE 2.9.0, 2026-12-01), although "
+    "all_gather_into_tensor, reduce_scatter_tensor, all_reduce and broadcast each ran there on CUDA tensors; the "
+    f"fsdp tier needs NCCL, one GPU per rank ({FSDP_ON_GLOO_VARIABLE}=1 runs it on gloo anyway)"
+)
+
+
+def fsdp_backend_unfit(backend: str, gpus: int) -> str | None:
+    """Why the fsdp tier does not run on this backend, or None: on gloo with a GPU, the FSDP2 crash seen
+    there, unless ``FSDP_ON_GLOO_VARIABLE`` is 1 (then a collective gloo refuses fails the test)."""
+    if backend != "gloo" or not gpus or os.environ.get(FSDP_ON_GLOO_VARIABLE) == "1":
+        return None
+    return FSDP2_GLOO_ONE_GPU
+
+
+def mutation_inapplicable(requires: str, env: Environment) -> str | None:
+    """Why a mutation of the catalog (``teparity.mutations``) that ``requires`` this of the stack does not apply
+    here, or None: the kill matrix's n/a."""
+    if requires == "legacy-sync":
+        return no_backward_sync(env)
+    if requires == "legacy-te":
+        return no_backward_sync(env) or no_fp8(env)
+    if requires in ("functional-te", "functional-fp8-group", "functional-checkpointing"):
+        if reason := no_executor(env, "functional") or no_fp8(env):
+            return reason
+        if requires == "functional-fp8-group" and not env.executors["functional"].honors_fp8_group:
+            return (
+                f"lightning-thunder {env.versions.thunder}'s functional executor already reduces over the "
+                "default group (the strict xfail of ddp-fp8-group-per-rank): this regression needs a build "
+                "that honours fp8_group"
+            )
+        if requires == "functional-checkpointing" and not since.reached(env.versions.thunder, since.CHECKPOINTING_TRANSFORM_SINCE):
+            return (f"lightning-thunder {env.versions.thunder} has no _te_activation_checkpointing_transform "
+                    f"(from {since.CHECKPOINTING_TRANSFORM_SINCE})")
+        return None
+    if requires == "ddp-transform":
+        return _no_ddp_transform_to_mutate(env)
+    if requires == "fsdp-transform":
+        return no_thunder(env)
+    return no_fp8(env)
+
+
+def _no_ddp_transform_to_mutate(env: Environment) -> str | None:
+    """Why the DDP-transform mutant does not apply: no ``DDPTransform`` to patch, or the check that must
+    kill it is a known defect on this build (it raises before any gradient is reduced)."""
+    if reason := no_thunder(env):
+        return reason
+    if not since.reached(env.versions.thunder, since.DDP_OF_JITTED_SINCE):
+        return (f"lightning-thunder {env.versions.thunder} has no DDPTransform (thunder.distributed.transforms.ddp_v2, "
+                f"from {since.DDP_OF_JITTED_SINCE})")
+    return no_input_grad_under_ddp(env.versions.thunder)

@@ -1,0 +1,41 @@
+"""The version facts the gate relies on, each with where it was read or seen: the first build (or release)
+that has a thing, in one place. A fact is a ``packaging`` ``Version``; compare with ``reached``."""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from teparity.stack.versions import parse_version
+
+#: thunder PR #873 ("DDP as a transform", 2024-08-04) made ``ddp(jit(model))`` the form; builds before it
+#: only take ``jit(ddp(model))`` (``ddp(jit(...))`` fails there with "None had an unexpected type"). The
+#: first weekly build that takes it is 0.2.0.dev20240811: on dev20240804 ``ddp(jit(model))`` still fails
+#: ("None had an unexpected type <class 'NoneType'>. Supported types are ProcessGroup") and
+#: ``jit(ddp(model))`` runs (seen on the CPU: docs/results/cpu-ddp-transform-2024/). It is also the first
+#: build with ``DDPTransform`` (``thunder.distributed.transforms.ddp_v2``).
+DDP_OF_JITTED_SINCE = Version("0.2.0.dev20240811")
+#: The first build whose DDP transform takes an input that requires grad: the last that raises is
+#: 0.2.4.dev20250601 (bisected on the CPU, docs/results/cpu-ddp-transform-2024/bisect.jsonl).
+DDP_INPUT_GRAD_SINCE = Version("0.2.4.dev20250608")
+#: The first build seen with ``thunder.dynamo.thunderfx`` (0.2.0.dev20241201 has none; read in the wheels).
+THUNDERFX_SINCE = Version("0.2.0.dev20241229")
+#: The first release whose functional executor has ``_te_activation_checkpointing_transform`` (read in the
+#: wheels: 0.2.5.dev20250720 has none, 0.2.5 has it).
+CHECKPOINTING_TRANSFORM_SINCE = Version("0.2.5")
+#: The functional TE executor's first release (``transformer_engine_v2ex``, opt-in).
+FUNCTIONAL_EXECUTOR_SINCE = Version("0.2.3")
+#: The build that removed the legacy TE executor (thunder PR #2762).
+LEGACY_EXECUTOR_REMOVED_IN = Version("0.2.7.dev20251130")
+#: The legacy executor's backward FP8 sync symbol: added 2024-05-13 by thunder PR #379.
+BACKWARD_SYNC_ADDED = "2024-05-13, thunder PR #379"
+#: ``Float8CurrentScaling``'s first TransformerEngine release.
+CURRENT_SCALING_TE_SINCE = Version("2.2")
+#: FP8 GEMMs need compute capability 8.9 (Ada) or newer.
+FP8_MIN_CAPABILITY = (8, 9)
+
+
+def reached(version: str | None, since: Version) -> bool:
+    """Whether ``version`` is ``since`` or newer; an unparsable or absent version counts as reached (a local
+    build of the newest source)."""
+    parsed = parse_version(version or "")
+    return parsed is None or parsed >= since
