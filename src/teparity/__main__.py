@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "durations":
         return durations(args.reports, args.output)
     if args.command == "known-defects":
-        from teparity.gate.known_defects import markdown
+        from teparity.known.registry import markdown
 
         sys.stdout.write(markdown())
         return 0
@@ -315,7 +315,7 @@ def bisect_command(package: str, good: str, bad: str, pytest_args: list[str], wh
     if not pytest_args:
         raise UsageError("name the tests to run after --, e.g. -- tests/trace -p no:xdist")
     if entry is not None:
-        from teparity.gate.known_defects import BY_ID
+        from teparity.known.registry import BY_ID
 
         if entry not in BY_ID:
             raise UsageError(f"--entry {entry}: no such known defect; the registry has {', '.join(sorted(BY_ID))}")

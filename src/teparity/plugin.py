@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from teparity.gate import known_defects, loggers, schedule
+from teparity.gate import loggers, schedule
 from teparity.gate.report import EVIDENCE_CHARS, ParityReport, TestOutcome
 from teparity.gate.timeline import Timeline, process_started
+from teparity.known import registry as known_defects
+from teparity.known.defect import KnownDefect, NearMiss
 from teparity.launch import rank_env
 from teparity.mutations import catalog as mutations
 from teparity.stack import reasons
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 _PROPERTY = "teparity"
 _EVIDENCE = "teparity_evidence"
 #: The registry entries that cover an item on the installed stack (see pytest_collection_modifyitems).
-_KNOWN = pytest.StashKey[list[known_defects.KnownDefect]]()
+_KNOWN = pytest.StashKey[list[KnownDefect]]()
 _MATCHED = "teparity_known_defect"
 _NEAR_MISS = "teparity_near_miss"
 
@@ -295,7 +297,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         lines.append(f"teparity: INJECTED REGRESSIONS (the gate should fail): {', '.join(injected)}")
     if settings := te_settings():
         lines.append(f"teparity: TE settings from the environment: {settings}")
-    if registered := [e.id for e in known_defects.REGISTRY if e.holds_for_versions(Versions.installed())]:
+    if registered := known_defects.registered_for(Versions.installed()):
         lines.append(
             f"teparity: known upstream defects on these versions (strict xfails on their signature; --runxfail "
             f"runs them as plain tests): {', '.join(registered)}"
@@ -372,7 +374,7 @@ def _judged(item: pytest.Item, error: BaseException) -> BaseException:
     if not near:
         return error
     item.user_properties.append((_NEAR_MISS, near[0].id))
-    return known_defects.NearMiss(f"{known_defects.near_miss_message(near[0], versions, item.nodeid)} {error}")
+    return NearMiss(f"{known_defects.near_miss_message(near[0], versions, item.nodeid)} {error}")
 
 
 @pytest.hookimpl(wrapper=True)

@@ -17,7 +17,6 @@ import pytest
 import torch
 from packaging.specifiers import SpecifierSet
 
-from teparity.gate import known_defects
 from teparity.gate.report import ParityReport
 from teparity.judge.failures import (
     PartedFromEager,
@@ -28,6 +27,9 @@ from teparity.judge.failures import (
     ThunderRunRaised,
     TraceInvariantBroken,
 )
+from teparity.known import registry as known_defects
+from teparity.known.defect import BisectedBound, KnownDefect
+from teparity.known.entries import REGISTRY
 from teparity.launch.outcome import RankFailure, RanksFailed
 from teparity.records import Case
 from teparity.stack.environment import Environment
@@ -411,8 +413,8 @@ def _gate_checks() -> set[str]:
     return {name.split("[", 1)[0] for name in re.findall(r'mark\.check\("([^"]+)"\)', sources)}
 
 
-@pytest.mark.parametrize("entry", known_defects.REGISTRY, ids=lambda e: e.id)
-def test_every_entry_is_bounded_and_cites_its_evidence(entry: known_defects.KnownDefect) -> None:
+@pytest.mark.parametrize("entry", REGISTRY, ids=lambda e: e.id)
+def test_every_entry_is_bounded_and_cites_its_evidence(entry: KnownDefect) -> None:
     """No unconditional xfail: real checks and executors, version ranges with a lower bound, a cause,
     and committed runs that showed it."""
     assert {c.split("[", 1)[0] for c in entry.checks} <= _gate_checks() | {"ddp-fp8-group-per-rank", "ddp-fp8-group-subgroups-of-2"}
@@ -424,7 +426,7 @@ def test_every_entry_is_bounded_and_cites_its_evidence(entry: known_defects.Know
         assert (REPO / seen).is_dir() and any((REPO / seen).rglob("*.json")), f"{entry.id}: no report under {seen}"
 
 
-def _bound_problems(entry: known_defects.KnownDefect, root: Path = REPO) -> list[str]:
+def _bound_problems(entry: KnownDefect, root: Path = REPO) -> list[str]:
     """Why a bisected bound is not backed by its log: the bound must be a clause of the entry's range, and
     its bisect log, of that package, must end at that build (a lower bound: the first bad build; an upper
     bound: the first good one, or with ``<=`` the last bad one, which holds the dev builds of the release
@@ -450,8 +452,8 @@ def _bound_problems(entry: known_defects.KnownDefect, root: Path = REPO) -> list
     return problems
 
 
-@pytest.mark.parametrize("entry", known_defects.REGISTRY, ids=lambda e: e.id)
-def test_every_bisected_bound_is_backed_by_its_log(entry: known_defects.KnownDefect) -> None:
+@pytest.mark.parametrize("entry", REGISTRY, ids=lambda e: e.id)
+def test_every_bisected_bound_is_backed_by_its_log(entry: KnownDefect) -> None:
     assert _bound_problems(entry) == []
 
 
@@ -459,9 +461,9 @@ def test_a_bound_that_its_log_does_not_back_is_refused(tmp_path: Path) -> None:
     (tmp_path / "bisect.json").write_text(json.dumps(
         {"package": "lightning-thunder", "result": {"first": "0.2.6.dev20250330", "first_verdict": "bad"}}))
     base = dataclasses.replace(known_defects.BY_ID["legacy-executor-loses-te-from-te-2.10"], thunder=">=0.2.6.dev20250324,<0.2.7")
-    backed = known_defects.BisectedBound("thunder", ">=0.2.6.dev20250330", "bisect.json")
+    backed = BisectedBound("thunder", ">=0.2.6.dev20250330", "bisect.json")
     assert _bound_problems(dataclasses.replace(base, thunder=">=0.2.6.dev20250330,<0.2.7", bounds=(backed,)), tmp_path) == []
-    elsewhere = dataclasses.replace(base, bounds=(known_defects.BisectedBound("thunder", ">=0.2.6.dev20250324", "bisect.json"),))
+    elsewhere = dataclasses.replace(base, bounds=(BisectedBound("thunder", ">=0.2.6.dev20250324", "bisect.json"),))
     assert _bound_problems(elsewhere, tmp_path) == [
         "bisect.json: a bisect of lightning-thunder whose first bad build is 0.2.6.dev20250330, not the first bad "
         "lightning-thunder 0.2.6.dev20250324"]
@@ -477,10 +479,10 @@ def test_an_upper_bound_at_the_last_bad_build_is_backed_by_a_fix_bisect_that_end
     (tmp_path / "bisect.json").write_text(json.dumps({"package": "lightning-thunder", "result": {
         "first": "0.2.4", "first_verdict": "good", "last": "0.2.4.dev20250622", "last_verdict": "bad"}}))
     base = dataclasses.replace(known_defects.BY_ID["legacy-backward-sync-dropped-by-delayed-split"], thunder=">=0.2.4.dev20250608,<=0.2.4.dev20250622")
-    last_bad = known_defects.BisectedBound("thunder", "<=0.2.4.dev20250622", "bisect.json")
+    last_bad = BisectedBound("thunder", "<=0.2.4.dev20250622", "bisect.json")
     assert _bound_problems(dataclasses.replace(base, bounds=(last_bad,)), tmp_path) == []
     assert _bound_problems(dataclasses.replace(base, thunder=">=0.2.4.dev20250608,<0.2.4",
-                                               bounds=(known_defects.BisectedBound("thunder", "<0.2.4", "bisect.json"),)), tmp_path) == []
+                                               bounds=(BisectedBound("thunder", "<0.2.4", "bisect.json"),)), tmp_path) == []
     assert _bound_problems(dataclasses.replace(base, thunder=">=0.2.4.dev20250608,<=0.2.4.dev20250615",
                                                bounds=(dataclasses.replace(last_bad, bound="<=0.2.4.dev20250615"),)), tmp_path) == [
         "bisect.json: a bisect of lightning-thunder whose last bad build is 0.2.4.dev20250622, not the last bad "
@@ -489,13 +491,15 @@ def test_an_upper_bound_at_the_last_bad_build_is_backed_by_a_fix_bisect_that_end
     assert not base.holds_for_versions(Versions("2.11.0", "0.2.4", None))
 
 
-def _markdown_of(entry: known_defects.KnownDefect) -> str:
-    saved = known_defects.REGISTRY
-    known_defects.REGISTRY = (entry,)
+def _markdown_of(entry: KnownDefect) -> str:
+    from teparity.known import entries
+
+    saved = entries.REGISTRY
+    entries.REGISTRY = (entry,)
     try:
         return known_defects.markdown()
     finally:
-        known_defects.REGISTRY = saved
+        entries.REGISTRY = saved
 
 
 def test_a_bound_named_by_build_holds_the_dev_builds_that_a_release_bound_leaves_out() -> None:
@@ -547,20 +551,22 @@ def test_an_entry_that_needs_no_te_holds_without_te_and_within_its_te_range_only
     assert entry.holds_for(check, "legacy", dataclasses.replace(no_te, transformer_engine="1.8.0"))
     assert not entry.holds_for(check, "legacy", dataclasses.replace(no_te, transformer_engine="1.5.0"))
     assert not entry.holds_for(check, "legacy", dataclasses.replace(no_te, thunder="0.2.4.dev20250608"))
-    held = {e.id for e in known_defects.REGISTRY if e.holds_for_versions(no_te)}
-    assert entry.id in held and held <= {e.id for e in known_defects.REGISTRY if e.without_te}
+    held = {e.id for e in REGISTRY if e.holds_for_versions(no_te)}
+    assert entry.id in held and held <= {e.id for e in REGISTRY if e.without_te}
 
 
 # -- through the plugin: a real pytest -n 2 run with a registry entry that holds here ----------------
 
 _CONFTEST = """
 import dataclasses
-import teparity.gate.known_defects as kd
+import teparity.known.entries as kd
+from teparity.known.registry import BY_ID
 from teparity.stack.versions import Versions
 
 # This run pretends TE 2.12.0 and thunder {thunder} are installed, and registers one entry whose predicate needs no probe.
 Versions.installed = classmethod(lambda cls: Versions(torch="2.11.0", thunder="{thunder}", transformer_engine="2.12.0"))
-kd.REGISTRY = (dataclasses.replace(kd.BY_ID["legacy-executor-loses-te-from-te-2.10"], matches=lambda ev, env: ev["claimed"] == 0),)
+_ENTRY = BY_ID["legacy-executor-loses-te-from-te-2.10"]
+kd.REGISTRY = (dataclasses.replace(_ENTRY, signature=dataclasses.replace(_ENTRY.signature, matches=lambda ev, env: ev["claimed"] == 0)),)
 """
 
 _TESTS = """

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from teparity.gate.known_defects import BY_ID
 from teparity.gate.ranges import Axis, Run, Span, collapse
 from teparity.gate.report import NO_EXECUTOR, Cell, ParityReport
+from teparity.known.registry import BY_ID
 
 #: Check name (without its parameters) -> the column it belongs to, in column order.
 CHECK_GROUPS: dict[str, str] = {

@@ -220,7 +220,7 @@ def entry_verdict(report: dict[str, Any], entry: str) -> tuple[Verdict, str, tup
     of them shows its signature (a known xfail of it, inside its ranges, or a near miss of it, outside
     them), good where they ran clean, skip where another failure hides whether it is there. A lower bound
     is then bisected through builds that fail for other reasons too (another defect of the same executor)."""
-    from teparity.gate.known_defects import BY_ID
+    from teparity.known.registry import BY_ID
 
     defect = BY_ID[entry]
     named = [(r, t) for r in report.get("results", []) for t in r["tests"]

@@ -1,0 +1,315 @@
+"""The signatures of the known upstream defects: each a failure type of ``teparity.judge.failures`` (or
+``RanksFailed``), a predicate over that failure's evidence, and the predicate in words. A predicate reads only
+the evidence its failure type carries; ``tests/harness/test_known_defects.py`` holds each against its defect's
+own failure and against look-alikes that must not match."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from teparity.judge.failures import (
+    PartedFromEager,
+    RaisedOnTheRanks,
+    ReducedOutsideTheGroup,
+    SilentFallback,
+    SyncCountWrong,
+    ThunderRunRaised,
+    TraceInvariantBroken,
+)
+from teparity.known.defect import Signature
+from teparity.launch.outcome import RanksFailed
+from teparity.stack.environment import Environment
+
+
+def _legacy_module_lost_te(evidence: dict[str, Any], env: Environment) -> bool:
+    """No linear held, and the legacy executor module's TE import names CPUOffloadEnabled: its checker declines
+    every linear, for the legacy executor and for the functional one of the builds that borrow it."""
+    failed = env.executors["legacy"].te_imports_failed or ""
+    return evidence["claimed"] == 0 and "CPUOffloadEnabled" in failed
+
+
+def _fp8_state_per_cache_entry(evidence: dict[str, Any], env: Environment) -> bool:
+    micro = evidence["micro_batches"]
+    entries = [n for by_case in (evidence["cache_entries"] or {}).values() for n in by_case.values()]
+    forwards = evidence["forwards_recorded"] or {}
+    return (
+        micro > 1
+        and not evidence["case_errors"]
+        and bool(entries) and all(n == 2 for n in entries)
+        and evidence["first_difference"] is not None and evidence["first_difference"][0] == 0
+        and (evidence["first_difference"][1] or 0) >= 1
+        and forwards.get("thunder", 0) < forwards.get("eager", 0)
+    )
+
+
+
+_NO_FP32_BIAS_ALGO = "Unable to find suitable cuBLAS GEMM algorithm"
+
+
+def _fp32_bias_gemm(evidence: dict[str, Any], env: Environment) -> bool:
+    errors = evidence["case_errors"]
+    return (
+        evidence["numeric_differences"] == 0
+        and bool(errors)
+        and all(
+            e["side"] == "thunder" and e["case"].dtype == "float32" and e["case"].bias and _NO_FP32_BIAS_ALGO in e["error"]
+            for e in errors
+        )
+    )
+
+
+def _group_ignored(evidence: dict[str, Any], env: Environment) -> bool:
+    return evidence["thunder_equal_across_world"] and not env.executors[evidence["executor"]].honors_fp8_group
+
+
+def _no_allreduce_behind_input_grad(evidence: dict[str, Any], env: Environment) -> bool:
+    errors = evidence["errors"]
+    return len(errors) == evidence["world_size"] and all(
+        e["type"] == "builtins.ValueError"
+        and "CollectionProxy" in e["message"] and "had an unexpected type" in e["message"]
+        and {"optimize_allreduce_in_ddp_backward", "get_bsym_of_allreduce_of_grad"} <= set(e["functions"])
+        for e in errors
+    )
+
+
+def _no_backward_sync_at_all(evidence: dict[str, Any], env: Environment) -> bool:
+    """Every rank's backward trace has no sync and nothing else is broken, or no rank ran a sync at any step."""
+    if "violations" in evidence:
+        violations = evidence["violations"]
+        return len(violations) == evidence.get("ranks") and all(
+            v["invariant"] == "backward-sync-count" and "found 0 " in v["message"] for v in violations
+        )
+    return bool(evidence["counts"]) and all(not any(steps) for steps in evidence["counts"].values())
+
+
+_UNPACK_AT_TE_LINEAR = re.compile(
+    r"= te_linear_\d+\(.*\n(?:.*\n){0,3}?.*ValueError: (?:too many values to unpack \(expected \d+\)|"
+    r"not enough values to unpack \(expected \d+, got \d+\))"
+)
+
+
+def _tracebacks_of_thunder(evidence: dict[str, Any]) -> list[str] | None:
+    """The thunder side's tracebacks in any of the three shapes the failure takes, or None where a failure
+    of another kind is among them (an eager case error, a rank that hung or died)."""
+    if "case_errors" in evidence:  # PartedFromEager: cases that raised on a side, and no number that differs
+        errors = evidence["case_errors"]
+        only_thunder = errors and all(e["side"] == "thunder" for e in errors) and not evidence["numeric_differences"]
+        return [e["error"] for e in errors] if only_thunder else None
+    if "failures" in evidence:  # RanksFailed: ranks that raised outside a judge
+        failures = evidence["failures"]
+        return [f["detail"] for f in failures] if failures and all(f["kind"] == "raised" for f in failures) else None
+    return [e["error"] for e in evidence.get("errors") or []] or None  # ThunderRunRaised
+
+
+def _legacy_unpack_at_te_linear(evidence: dict[str, Any], env: Environment) -> bool:
+    """Every thunder-side error is a ValueError unpacking a te_linear_N call's result (numbers differ by build)."""
+    tracebacks = _tracebacks_of_thunder(evidence)
+    return bool(tracebacks) and all(_UNPACK_AT_TE_LINEAR.search(text) for text in tracebacks)
+
+
+def _no_bucket_for_the_input_grad(evidence: dict[str, Any], env: Environment) -> bool:
+    errors = evidence["errors"]
+    return len(errors) == evidence["world_size"] and all(
+        e["type"] == "builtins.RuntimeError" and e["message"].startswith("Invalid index=0, ")
+        and {"_apply_bucketing_to_backward_reduce_scatter", "create_map_from_unsharded_grad_to_bucket"} <= set(e["functions"])
+        for e in errors
+    )
+
+
+def _no_grad_left_to_torch(evidence: dict[str, Any], env: Environment) -> bool:
+    return evidence["claimed"] == 0 and not env.executors[evidence["executor"]].te_imports_failed
+
+
+def _state_restarts_each_step(evidence: dict[str, Any], env: Environment) -> bool:
+    by_step = evidence["forwards_by_step"] or {}
+    thunder, eager = by_step.get("thunder") or [], by_step.get("eager") or []
+    first = evidence["first_difference"]
+    return (
+        not evidence["case_errors"]
+        and len(thunder) > 1 and all(n == 1 for n in thunder)
+        and len(eager) == len(thunder) and eager[-1] > 1
+        and first is not None and first[0] == 1
+    )
+
+
+def _bf16_copies_quantized(evidence: dict[str, Any], env: Environment) -> bool:
+    """Linear "0" (fed the fp32 input): thunder's step-0 input and weight amaxes are eager TE's rounded
+    to bfloat16, and at least one of them differs from eager's."""
+    import torch
+
+    amaxes = evidence["first_amaxes"] or {}
+    eager, thunder = (amaxes.get(side, {}).get("0", {}) for side in ("eager", "thunder"))
+    roles = ("input", "weight")
+    if not set(roles) <= eager.keys() & thunder.keys():
+        return False
+    rounded = {role: float(torch.tensor(eager[role]).to(torch.bfloat16).float()) for role in roles}
+    return (
+        not evidence["case_errors"]
+        and all(thunder[role] == rounded[role] for role in roles)
+        and any(thunder[role] != eager[role] for role in roles)
+    )
+
+
+def _recompute_records_amax_again(evidence: dict[str, Any], env: Environment) -> bool:
+    """Under checkpointing: after step 0, thunder's first (recomputed) linear holds an input amax in the
+    history row that the step's update zeroed, where eager TE's row is zero."""
+    pending = evidence.get("first_pending_amaxes") or {}
+    eager, thunder = (pending.get(side, {}).get("0", {}).get("input") for side in ("eager", "thunder"))
+    return (
+        not evidence["case_errors"]
+        and "activation checkpointing" in evidence["variant"]
+        and eager == 0.0 and thunder is not None and thunder != 0.0
+    )
+
+
+def _ranks_part_unreduced(evidence: dict[str, Any], env: Environment) -> bool:
+    """No case raised and the ranks' thunder FP8 states differ: nothing reduced the amaxes across ranks."""
+    return not evidence["case_errors"] and evidence.get("ranks_parted", 0) > 0
+
+
+_NOTHING_RECOMPUTED = re.compile(r"\b0 forward TE linears recomputed \(at \[\]\)")
+
+
+def _checkpointed_linears_not_recomputed(evidence: dict[str, Any], env: Environment) -> bool:
+    violations = evidence["violations"]
+    return bool(violations) and all(
+        v["invariant"] == "recomputed-te-linears" and _NOTHING_RECOMPUTED.search(v["message"]) for v in violations
+    )
+
+
+#: A state named in a one-update-per-fp8-state violation, updated once in a forward trace and once in a backward one.
+_STATE_UPDATED_IN_FORWARD_AND_BACKWARD = re.compile(
+    r"'get_te_fp8_state_\d+': \['rank \d+ forward trace #\d+', 'rank \d+ backward trace #\d+'\]")
+
+
+def _recompute_updates_the_forward_state_again(evidence: dict[str, Any], env: Environment) -> bool:
+    violations = evidence["violations"]
+    return bool(violations) and all(
+        v["invariant"] == "one-update-per-fp8-state"
+        and 0 < len(_STATE_UPDATED_IN_FORWARD_AND_BACKWARD.findall(v["message"])) == v["message"].count("'get_te_fp8_state_")
+        for v in violations
+    )
+
+
+def _recompute_reads_an_unbound_forward_tensor(evidence: dict[str, Any], env: Environment) -> bool:
+    errors = evidence["case_errors"]
+    return (
+        "compiled with thunderfx" in evidence["variant"] and "activation checkpointing" in evidence["variant"]
+        and bool(errors)
+        and all(
+            e["side"] == "thunder" and e["error"].startswith("UnboundLocalError: cannot access local variable")
+            and "in backward_fn" in e["error"]
+            for e in errors
+        )
+        and any("te_functional_linear_bwd(" in e["error"] for e in errors)
+    )
+
+
+# -- the signatures -------------------------------------------------------------------------------
+
+LEGACY_MODULE_LOST_TE = Signature(
+    SilentFallback,
+    _legacy_module_lost_te,
+    "no linear is held by TE and the executor module's own TE import error names CPUOffloadEnabled",
+)
+LEGACY_CHECKER_LOST_TE = Signature(
+    SilentFallback,
+    _legacy_module_lost_te,
+    "no linear is held by TE and the legacy executor module's own TE import error names CPUOffloadEnabled",
+)
+FP8_STATE_PER_CACHE_ENTRY = Signature(
+    PartedFromEager,
+    _fp8_state_per_cache_entry,
+    "no case raised, thunder compiled two cache entries (the no-sync one and the synced one) on every rank, step 0's "
+        "micro-batch 0 matches and the first difference is a later micro-batch of step 0, and thunder's "
+        "step-0 amax history records fewer forward passes than eager TE's",
+)
+FP32_BIAS_GEMM = Signature(
+    PartedFromEager,
+    _fp32_bias_gemm,
+    f"every difference is a thunder-side case with fp32 parameters and a bias raising '{_NO_FP32_BIAS_ALGO}'",
+)
+AUTOCAST_WITHOUT_GROUP = Signature(
+    ReducedOutsideTheGroup,
+    _group_ignored,
+    "thunder's FP8 state is identical on every rank (reduced over the world) where eager TE's "
+        "differs between fp8 groups, and the executor's autocast wrapper names no fp8_group",
+)
+UPDATE_WITHOUT_GROUP = Signature(
+    ReducedOutsideTheGroup,
+    _group_ignored,
+    "thunder's FP8 state is identical on every rank (reduced over the world) where eager TE's "
+        "differs between fp8 groups, and the executor's update does not ask TE for the group",
+)
+NO_ALLREDUCE_BEHIND_INPUT_GRAD = Signature(
+    RaisedOnTheRanks,
+    _no_allreduce_behind_input_grad,
+    "every rank raised ValueError '<CollectionProxy(...)> had an unexpected type' from "
+        "get_bsym_of_allreduce_of_grad, called by optimize_allreduce_in_ddp_backward",
+)
+LEGACY_UNPACK_AT_TE_LINEAR = Signature(
+    (PartedFromEager, RanksFailed, ThunderRunRaised),
+    _legacy_unpack_at_te_linear,
+    "every thunder-side error (a case's, a rank's, or the run's) is a ValueError 'too many values to "
+        "unpack' or 'not enough values to unpack' at a te_linear_N call of the computation trace, and nothing "
+        "else failed",
+)
+NO_BUCKET_FOR_THE_INPUT_GRAD = Signature(
+    RaisedOnTheRanks,
+    _no_bucket_for_the_input_grad,
+    "every rank raised RuntimeError 'Invalid index=0, ...' from create_map_from_unsharded_grad_to_bucket, "
+        "called by _apply_bucketing_to_backward_reduce_scatter",
+)
+NO_BACKWARD_SYNC_AT_ALL = Signature(
+    (TraceInvariantBroken, SyncCountWrong),
+    _no_backward_sync_at_all,
+    "every rank's backward trace breaks backward-sync-count with none found, and nothing else, "
+        "or every rank ran no backward sync at any step",
+)
+NO_GRAD_LEFT_TO_TORCH = Signature(
+    SilentFallback,
+    _no_grad_left_to_torch,
+    "no linear is held by TE, and the executor's TE imports did not fail",
+)
+STATE_RESTARTS_EACH_STEP = Signature(
+    PartedFromEager,
+    _state_restarts_each_step,
+    "no case raised; step 0 matches, the first difference is at step 1; thunder's amax history holds "
+        "one forward pass at every step while eager TE's grows",
+)
+BF16_COPIES_QUANTIZED = Signature(
+    PartedFromEager,
+    _bf16_copies_quantized,
+    "no case raised; the first linear's step-0 input and weight amaxes on the thunder side are eager "
+        "TE's rounded to bfloat16, at least one of them different from eager's",
+)
+RECOMPUTE_RECORDS_AMAX_AGAIN = Signature(
+    PartedFromEager,
+    _recompute_records_amax_again,
+    "no case raised; under activation checkpointing, after step 0 thunder's first (recomputed) linear "
+        "holds a non-zero input amax in row 0 of its history, the row TE's update zeroes, where eager TE's is zero",
+)
+RANKS_PART_UNREDUCED = Signature(
+    PartedFromEager,
+    _ranks_part_unreduced,
+    "no case raised, and the ranks' thunder FP8 states differ from one another",
+)
+CHECKPOINTED_LINEARS_NOT_RECOMPUTED = Signature(
+    TraceInvariantBroken,
+    _checkpointed_linears_not_recomputed,
+    "the only broken trace invariant is recomputed-te-linears, with no forward TE linear recomputed in "
+        "the backward trace",
+)
+RECOMPUTE_READS_AN_UNBOUND_FORWARD_TENSOR = Signature(
+    PartedFromEager,
+    _recompute_reads_an_unbound_forward_tensor,
+    "under activation checkpointing compiled with thunderfx, every case error is the thunder side's "
+        "UnboundLocalError in backward_fn, at least one of them at a te_functional_linear_bwd call",
+)
+RECOMPUTE_UPDATES_THE_FORWARD_STATE_AGAIN = Signature(
+    TraceInvariantBroken,
+    _recompute_updates_the_forward_state_again,
+    "every broken trace invariant is one-update-per-fp8-state, each state it names updated once in a "
+        "forward trace and once in a backward trace",
+)
