@@ -13,13 +13,12 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from teparity.gate.matrix import compatibility_matrix
 from teparity.gate.ranges import AXES, Axis, Run
 from teparity.gate.report import ParityReport
-from teparity.plugin import positive
+from teparity.option_types import positive, whole_number
 from teparity.stack import reasons
 from teparity.tools.bench import MODES
 from teparity.tools.bisect import PACKAGES, UsageError, valid_version
@@ -206,23 +205,8 @@ def _standby_option(parser: argparse.ArgumentParser, server: str) -> None:
                         "0: none)")
 
 
-def _whole_number(minimum: int, too_few: str) -> Callable[[str], int]:
-    """An option type for a count of at least ``minimum``; ``too_few`` formats the refusal of a smaller one."""
-
-    def parse(text: str) -> int:
-        try:
-            count = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-        if count < minimum:
-            raise argparse.ArgumentTypeError(too_few.format(count))
-        return count
-
-    return parse
-
-
-_not_negative = _whole_number(0, "must be 0 or more, got {}")
-_at_least_two = _whole_number(2, "a repeat needs at least 2 runs, got {}")
+_not_negative = whole_number(0, "must be 0 or more, got {}")
+_at_least_two = whole_number(2, "a repeat needs at least 2 runs, got {}")
 
 
 def _modes(text: str) -> tuple[str, ...]:

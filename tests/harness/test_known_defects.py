@@ -749,7 +749,7 @@ def test_a_thunder_release_with_a_te_it_does_not_accept_fails_the_gate_loudly(py
     the checks would otherwise see a fallback or skip; a test that is no gate check is left alone."""
     pytester.makeconftest(
         """
-        import teparity.plugin
+        import teparity.stack.envprobe
         from teparity.stack.environment import Environment
         from teparity.stack.executors import ExecutorInfo
         from teparity.stack.versions import Versions
@@ -759,7 +759,7 @@ def test_a_thunder_release_with_a_te_it_does_not_accept_fails_the_gate_loudly(py
             executors={k: ExecutorInfo(k, "m", "a") for k in ("legacy", "functional")},
             te_import_error=None, thunder_import_error=None,
         )
-        teparity.plugin._environment = lambda: ENV
+        teparity.stack.envprobe.environment = lambda: ENV
         """
     )
     pytester.makepyfile(

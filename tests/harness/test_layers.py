@@ -1,5 +1,5 @@
-"""The package's layers stay layers: the launchers know no test policy, and the judges read records
-without the code that runs in ranks (docs/design.md, "Layout")."""
+"""The package's layers stay layers: a module imports only its own layer and those below it, so the import
+graph has no upward arrow and no cycle (docs/design.md, "Layout")."""
 
 from __future__ import annotations
 
@@ -12,13 +12,39 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "teparity"
-#: layer -> the teparity modules (prefixes) it may import.
-ALLOWED = {
-    "launch": ("teparity.launch",),
-    "judge": ("teparity.judge", "teparity.records", "teparity.trace_summary", "teparity.stack"),
-    "stack": ("teparity.stack",),
-    "mutations": ("teparity.mutations", "teparity.stack"),
+#: The layers from the ground up: each may import itself and the layers before it ("teparity" is the package's
+#: own ``__init__``, which prepares the import order).
+LAYERS = (
+    ("teparity.stack", "teparity.launch", "teparity.option_types"),
+    ("teparity.trace_summary", "teparity.records", "teparity.mutations", "teparity"),
+    ("teparity.judge", "teparity.inrank"),
+    ("teparity.known",),
+    ("teparity.gate",),
+    ("teparity.plugin", "teparity.tools"),
+    ("teparity.__main__",),
+)
+#: What a layer's own modules may not import of each other although they share a floor: the launchers know
+#: no test policy and the stack knows no launcher, the judges read records without the code that runs in ranks.
+APART = {
+    "teparity.stack": ("teparity.launch", "teparity.option_types"),
+    "teparity.launch": ("teparity.stack", "teparity.option_types"),
+    "teparity.judge": ("teparity.inrank",),
+    "teparity.trace_summary": ("teparity.records", "teparity.mutations"),
+    "teparity.records": ("teparity.mutations",),
 }
+
+
+def _layer_of(module: str) -> tuple[int, str]:
+    for floor, parts in enumerate(LAYERS):
+        for part in parts:
+            if module == part or (part != "teparity" and module.startswith(part + ".")):
+                return floor, part
+    raise AssertionError(f"{module} is in no layer of test_layers.LAYERS")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def teparity_imports(path: Path) -> set[str]:
@@ -32,22 +58,23 @@ def teparity_imports(path: Path) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("layer", sorted(ALLOWED))
-def test_a_layer_imports_only_what_lies_below_it(layer: str) -> None:
-    files = sorted((PACKAGE / layer).glob("*.py"))
-    assert files, f"no modules under {PACKAGE / layer}"
-    wrong = {
-        f"{path.name}: {module}"
-        for path in files
-        for module in teparity_imports(path)
-        if not module.startswith(ALLOWED[layer])
-    }
-    assert not wrong, f"teparity.{layer} imports outside {ALLOWED[layer]}: {sorted(wrong)}"
+MODULES = sorted(PACKAGE.rglob("*.py"))
 
 
-def test_the_records_import_no_rank_code() -> None:
-    for plain_data in ("records.py", "trace_summary.py"):
-        assert {m for m in teparity_imports(PACKAGE / plain_data) if not m.startswith(("teparity.stack", "teparity.trace_summary"))} == set()
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_a_module_imports_only_its_layer_and_those_below(path: Path) -> None:
+    module = _module_name(path)
+    floor, part = _layer_of(module)
+    wrong = []
+    for imported in teparity_imports(path):
+        their_floor, their_part = _layer_of(imported)
+        if their_floor > floor or their_part in APART.get(part, ()):
+            wrong.append(f"{imported} ({their_part}, floor {their_floor + 1})")
+    assert not wrong, f"{module} (floor {floor + 1}) imports upward or across: {sorted(wrong)}"
+
+
+def test_every_module_lies_in_a_layer() -> None:
+    assert MODULES and all(_layer_of(_module_name(path)) for path in MODULES)
 
 
 def test_collecting_the_gate_imports_no_torch() -> None:

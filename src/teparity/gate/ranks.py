@@ -33,6 +33,17 @@ class RankRunner(Protocol):
     def prestart(self, world_size: int) -> None: ...
 
 
+def close_all() -> None:
+    """End every pool of ranks this process started and, under torchrun, leave the process group that its
+    multi-rank runs joined (all ranks together); a launcher this process never imported started nothing."""
+    import sys
+
+    if "teparity.launch.pool" in sys.modules:
+        sys.modules["teparity.launch.pool"].close_pools()
+    if "teparity.launch.torchrun" in sys.modules:
+        sys.modules["teparity.launch.torchrun"].leave_joined_group()
+
+
 def default_backend(world_size: int) -> Backend:
     """NCCL with one GPU per rank when there are enough GPUs, else gloo (docs/design.md, "Backend")."""
     from teparity.stack.envprobe import environment

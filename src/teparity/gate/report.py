@@ -22,6 +22,13 @@ PRECEDENCE: tuple[Outcome, ...] = ("FAIL", "XPASS", "known", "pass", "skip")
 NO_EXECUTOR = "-"
 SCHEMA = "teparity.parity-report/1"
 EVIDENCE_CHARS = 2000
+#: The ``user_properties`` keys that carry a test's part of the report across xdist: its row (check and
+#: executor), the one-line evidence of a pass, the entry a failure matched, and the entry a failure matched
+#: outside its ranges (a near miss).
+ROW_PROPERTY = "teparity"
+EVIDENCE_PROPERTY = "teparity_evidence"
+KNOWN_PROPERTY = "teparity_known_defect"
+NEAR_MISS_PROPERTY = "teparity_near_miss"
 
 
 @dataclasses.dataclass(frozen=True)

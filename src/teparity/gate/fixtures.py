@@ -1,0 +1,59 @@
+"""The gate's fixtures: what a tier test asks for (the environment, the world size and backend, the session's
+ranks, the ``parity`` object that runs and judges a pair, the evidence line of a pass)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from teparity.gate.report import EVIDENCE_PROPERTY
+from teparity.gate.settings import probed_environment, settings
+
+if TYPE_CHECKING:
+    from teparity.gate.pairs import Pairs
+    from teparity.gate.ranks import RankRunner
+
+
+@pytest.fixture(scope="session")
+def teparity_env() -> Any:
+    """The probed ``teparity.stack.environment.Environment``."""
+    return probed_environment()
+
+
+@pytest.fixture(scope="session")
+def world_size(request: pytest.FixtureRequest) -> int:
+    return settings(request.config).world_size
+
+
+@pytest.fixture(scope="session")
+def backend(request: pytest.FixtureRequest) -> str:
+    """The process-group backend of the multi-rank tests (``--teparity-backend``)."""
+    return settings(request.config).backend
+
+
+@pytest.fixture(scope="session")
+def rank_runner(request: pytest.FixtureRequest) -> RankRunner:
+    """``runner(fn, *args, world_size=N)``: the session's ranks (``--teparity-ranks``; torchrun's own processes
+    under torchrun), its deadline and backend, work directories under pytest's tmp dir."""
+    return request.config.pluginmanager.get_plugin("teparity-worker").rank_runner()
+
+
+@pytest.fixture
+def parity(teparity_env: Any, rank_runner: RankRunner, backend: str, evidence: Callable[[str], None]) -> Pairs:
+    """Run a parity pair (eager TE against thunder + an executor) on the session's ranks and judge it
+    (``teparity.gate.pairs.Pairs``)."""
+    from teparity.gate.pairs import Pairs
+
+    return Pairs(teparity_env, rank_runner, backend, evidence)
+
+
+@pytest.fixture
+def evidence(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """Record a one-line evidence summary for the parity report (what a pass rests on)."""
+
+    def record(summary: str) -> None:
+        request.node.user_properties.append((EVIDENCE_PROPERTY, summary))
+
+    return record

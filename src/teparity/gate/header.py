@@ -1,0 +1,44 @@
+"""The report header: what is under test, how it runs, and what is known to fail on it."""
+
+from __future__ import annotations
+
+import os
+
+from teparity.gate.settings import Settings
+from teparity.known.registry import registered_for
+from teparity.stack import reasons
+from teparity.stack.environment import Environment
+from teparity.stack.versions import Versions
+
+
+def te_settings() -> dict[str, str]:
+    """The ``NVTE_*`` variables of this run: they change TE's numerics (``NVTE_UNFUSED_FP8_UPDATE`` swaps the
+    fused scale update for the Python one), so a report that omits them misleads."""
+    return {name: value for name, value in sorted(os.environ.items()) if name.startswith("NVTE_")}
+
+
+def header_lines(settings: Settings, env: Environment, launch: str, rank_environment: dict[str, str]) -> list[str]:
+    gpus = ", ".join(g.describe() for g in env.gpus) or "none"
+    lines = [
+        f"teparity: {env.versions.describe()}",
+        f"teparity: GPUs: {gpus}; FP8: {reasons.no_fp8(env) or 'yes'}",
+        f"teparity: world size {settings.world_size}, backend {settings.backend}, harness deadline {settings.timeout:g} s, "
+        f"{launch}, sides {settings.sides}",
+        *(f"teparity: TE executor {info.label()}" for info in env.executors.values()),
+        f"teparity: distribution: {settings.distribution()}",
+        "teparity: rank environment: " + ", ".join(f"{k}={v}" for k, v in rank_environment.items()),
+    ]
+    if broken := reasons.import_failure(env):
+        lines.append(f"teparity: THE SYSTEM UNDER TEST DOES NOT IMPORT (every gate test fails): {broken}")
+    if unsupported := reasons.unsupported_pair(env):
+        lines.append(f"teparity: AN UNSUPPORTED PAIR (every gate test fails): {unsupported}")
+    if settings.inject:
+        lines.append(f"teparity: INJECTED REGRESSIONS (the gate should fail): {', '.join(settings.inject)}")
+    if nvte := te_settings():
+        lines.append(f"teparity: TE settings from the environment: {nvte}")
+    if registered := registered_for(Versions.installed()):
+        lines.append(
+            f"teparity: known upstream defects on these versions (strict xfails on their signature; --runxfail "
+            f"runs them as plain tests): {', '.join(registered)}"
+        )
+    return lines

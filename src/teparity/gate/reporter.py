@@ -1,0 +1,150 @@
+"""The parity reporter: collects the test reports of a run into the parity report and the run's phases into
+its timeline, prints the table at the end and writes the JSON. Lives in the process that starts the run (the
+xdist controller, or a lone process)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from teparity.gate import schedule
+from teparity.gate.controller import Controller
+from teparity.gate.header import te_settings
+from teparity.gate.report import (
+    EVIDENCE_CHARS,
+    EVIDENCE_PROPERTY,
+    KNOWN_PROPERTY,
+    NEAR_MISS_PROPERTY,
+    ROW_PROPERTY,
+    ParityReport,
+    TestOutcome,
+)
+from teparity.gate.settings import probed_environment
+from teparity.gate.timeline import Timeline, process_started
+from teparity.launch import rank_env
+from teparity.stack import reasons
+
+_XPASS_STRICT = "[XPASS(strict)] "
+
+
+def _outcome(report: pytest.TestReport) -> TestOutcome | None:
+    if report.skipped and hasattr(report, "wasxfail"):
+        crash = getattr(report.longrepr, "reprcrash", None)
+        message = crash.message if crash is not None else report.wasxfail
+        known = dict(report.user_properties).get(KNOWN_PROPERTY)
+        return TestOutcome(report.nodeid, "known", message[:EVIDENCE_CHARS], known_defect=known)
+    if (report.failed and str(report.longrepr).startswith(_XPASS_STRICT)) or (report.passed and hasattr(report, "wasxfail")):
+        reason = str(report.longrepr).removeprefix(_XPASS_STRICT) if report.failed else report.wasxfail
+        return TestOutcome(report.nodeid, "XPASS", reason[:EVIDENCE_CHARS])
+    if report.skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        return TestOutcome(report.nodeid, "skip", reason.removeprefix("Skipped: "))
+    if report.failed:
+        crash = getattr(report.longrepr, "reprcrash", None)
+        message = crash.message if crash is not None else report.longreprtext
+        return TestOutcome(report.nodeid, "FAIL", message[:EVIDENCE_CHARS], near_miss=dict(report.user_properties).get(NEAR_MISS_PROPERTY))
+    if report.when == "call":
+        return TestOutcome(report.nodeid, "pass", dict(report.user_properties).get(EVIDENCE_PROPERTY, ""))
+    return None
+
+
+class ParityReporter:
+    """Collects test reports into the parity report, and the run's phases into its timeline; lives in the
+    xdist controller or a lone process."""
+
+    def __init__(self, config: pytest.Config, controller: Controller) -> None:
+        self.config, self.controller = config, controller
+        self.report = ParityReport(environment={})
+        self.timeline = Timeline(started=time.time())
+        if (started := process_started()) is not None:
+            self.timeline.mark("process_started", started)
+        #: When the session finished (every plugin's session finish but the wrappers'), for both time lines.
+        self.finished: float | None = None
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self) -> None:
+        self.timeline.mark("session_started", time.time())  # after the fork server was chosen
+
+    @pytest.hookimpl(optionalhook=True)  # xdist's hooks: absent under -p no:xdist
+    def pytest_testnodeready(self) -> None:
+        self.timeline.mark("workers_ready", time.time())
+
+    @pytest.hookimpl(optionalhook=True)  # xdist's hooks: absent under -p no:xdist
+    def pytest_xdist_node_collection_finished(self) -> None:
+        self.timeline.mark("workers_collected", time.time())
+
+    def pytest_collection_finish(self) -> None:
+        self.timeline.mark("collected", time.time())  # a lone process (the xdist controller collects nothing)
+
+    @pytest.hookimpl(optionalhook=True)  # xdist's hooks: absent under -p no:xdist
+    def pytest_testnodedown(self) -> None:
+        self.timeline.mark("workers_down", time.time())
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        node = getattr(report, "node", None)  # an xdist worker's report, in the controller
+        self.timeline.record(report.nodeid, node.gateway.id if node is not None else "main", report.start, report.stop)
+        tag = dict(report.user_properties).get(ROW_PROPERTY)
+        if tag is not None and (outcome := _outcome(report)) is not None:
+            self.report.record(tag["check"], tag["executor"], outcome)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        self._finish()
+        if self.report.cells:
+            terminalreporter.write_sep("=", "teparity parity report")
+            terminalreporter.write_line(self.report.table())
+            terminalreporter.write_line(f"teparity time: {self.timeline.summary(self.finished)}")
+
+    def _finish(self) -> float:
+        """The session's end: the terminal summary (after every plugin's session finish, xdist's teardown of
+        its workers included), or the end of this wrapper where no terminal reporter runs."""
+        if self.finished is None:
+            self.finished = time.time()
+            self.timeline.mark("session_finished", self.finished)
+        return self.finished
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_sessionfinish(self, exitstatus: int) -> Any:
+        """Around every other plugin's session finish, so that the report's timeline holds them all."""
+        try:
+            return (yield)
+        finally:
+            self._write_report(exitstatus)
+
+    def _write_report(self, exitstatus: int) -> None:
+        from teparity.launch.torchrun import torchrun_world
+
+        finished = self._finish()
+        schedule.remember_durations(self.config, {span.nodeid: span.duration for span in self.timeline.spans.values()})
+        # Every torchrun rank judged the same all-gathered evidence: rank 0 alone writes the report.
+        joined = torchrun_world()
+        if (path := self.controller.settings.report) and (joined is None or joined[0] == 0):
+            # 2 (interrupted, e.g. by a time limit): the report holds only the tests that finished.
+            self.report.exitstatus = int(exitstatus)
+            self.report.environment = self._environment_section()
+            self.timeline.mark("sessionfinish_done", time.time())
+            self.report.timeline = self.timeline.to_json(finished)
+            self.report.write(path)
+
+    def _environment_section(self) -> dict[str, Any]:
+        from teparity.stack.provenance import teparity_commit
+
+        env = probed_environment()
+        settings = self.controller.settings
+        ranks, not_forked = settings.ranks
+        return {
+            **env.to_json(),
+            "teparity_commit": teparity_commit(),
+            "world_size": settings.world_size,
+            "backend": settings.backend,
+            "harness_deadline_s": settings.timeout,
+            "ranks": ranks,
+            "ranks_not_forked": not_forked,
+            "launch": self.controller.launch_label(),
+            "sides": settings.sides,
+            "injected": list(settings.inject),
+            "fp8": reasons.no_fp8(env) or "yes",
+            "te_settings": te_settings(),
+            "rank_environment": rank_env.in_force(self.controller.rank_env_set),
+        }
