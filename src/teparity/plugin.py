@@ -27,7 +27,8 @@ from teparity.option_types import positive
 _LONGEST_FIRST = pytest.StashKey[bool]()
 
 MARKERS = (
-    "check(name): the parity-report row this test feeds; {param} fields are filled from the test's parameters",
+    "check(name, parameters=None): the parity-report row this test feeds (teparity.checks): the check, or a callable "
+    "of the test's parameters, and a format over them for the row's parameter part",
     "fp8: needs TransformerEngine and an FP8-capable GPU (sm_89+); skipped otherwise, with the reason",
     "legacy_sync: needs thunder's legacy TE executor with its backward sync; skipped otherwise, with the reason",
     "multirank: spawns ranks with torch.distributed",

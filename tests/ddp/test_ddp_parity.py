@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from teparity import checks
 from teparity.gate.pairs import Pairs
 from teparity.judge.compare import Comparison, compare_across_ranks
 from teparity.judge.failures import ReducedOutsideTheGroup
@@ -65,14 +66,14 @@ def _ddp_spec(executor: str, recipe_id: str = "delayed") -> PairSpec:
 @pytest.mark.parametrize("recipe_id", ["delayed", "delayed-e4m3-len4-max"])
 @pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.shares_runs("ddp-{executor}-{recipe_id}")
-@pytest.mark.check("ddp[{recipe_id}]")
+@pytest.mark.check(checks.DDP, "{recipe_id}")
 def test_ddp_matches_torch_ddp(executor: str, recipe_id: str, parity: Pairs, world_size: int) -> None:
     _assert_ddp_parity(parity.run(_ddp_spec(executor, recipe_id), world_size=world_size, measure_fused=True), parity)
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.shares_runs("ddp-{executor}-delayed")  # ddp[delayed]'s sides
-@pytest.mark.check("ddp-first-step")
+@pytest.mark.check(checks.DDP_FIRST_STEP)
 def test_first_ddp_step_matches_torch_ddp(executor: str, parity: Pairs, world_size: int) -> None:
     """Step 0 alone, free of drift between the sides' weights: it tells a first step that is already wrong
     from trajectories that part later (ddp[delayed]), and shows state regressions at once. It judges step
@@ -82,20 +83,21 @@ def test_first_ddp_step_matches_torch_ddp(executor: str, parity: Pairs, world_si
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
-@pytest.mark.check("ddp-grad-accumulation")
+@pytest.mark.check(checks.DDP_GRAD_ACCUMULATION)
 def test_gradient_accumulation_matches_no_sync(executor: str, parity: Pairs, world_size: int) -> None:
     """Two micro-batches per step: thunder's skip_data_parallel_grad_sync against torch DDP's no_sync."""
     spec = PairSpec(executor, "delayed", CASES[:1], steps=2, micro_batches=2, ddp=True)
     _assert_ddp_parity(parity.run(spec, world_size=world_size), parity)
 
 
-#: fp8 group layouts smaller than the world: name -> ranks per group.
+#: fp8 group layouts smaller than the world: name -> ranks per group, and each layout's check.
 GROUP_SIZES = {"per-rank": 1, "subgroups-of-2": 2}
+GROUP_CHECKS = {"per-rank": checks.DDP_FP8_GROUP_PER_RANK, "subgroups-of-2": checks.DDP_FP8_GROUP_SUBGROUPS_OF_2}
 
 
 @pytest.mark.parametrize("layout", list(GROUP_SIZES))
 @pytest.mark.parametrize("executor", EXECUTORS)
-@pytest.mark.check("ddp-fp8-group-{layout}")
+@pytest.mark.check(lambda params: GROUP_CHECKS[params["layout"]])
 def test_amax_reduction_stays_in_the_fp8_group(executor: str, layout: str, parity: Pairs, world_size: int) -> None:
     """fp8 groups smaller than the world: eager TE reduces amaxes within each group, so thunder must too.
     Known upstream: both executors reduce over the world (teparity.gate.known_defects, *-fp8-group-ignored)."""
@@ -135,14 +137,14 @@ LLAMA_STEPS = 2
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
-@pytest.mark.check("ddp-llama")
+@pytest.mark.check(checks.DDP_LLAMA)
 def test_llama_block_under_ddp_matches_torch_ddp(executor: str, parity: Pairs, world_size: int) -> None:
     """A llama-style block, every projection TE-claimed, one micro-batch per step."""
     _assert_ddp_parity(parity.run(PairSpec(executor, "delayed", LLAMA, steps=LLAMA_STEPS, ddp=True), world_size=world_size), parity)
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
-@pytest.mark.check("ddp-llama-grad-accumulation")
+@pytest.mark.check(checks.DDP_LLAMA_GRAD_ACCUMULATION)
 def test_llama_block_gradient_accumulation_matches_no_sync(executor: str, parity: Pairs, world_size: int) -> None:
     """Four micro-batches per step, the gradient all-reduce on the last only (llama2.c's loop)."""
     spec = PairSpec(executor, "delayed", LLAMA, steps=LLAMA_STEPS, micro_batches=4, ddp=True)

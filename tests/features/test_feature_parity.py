@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from teparity import checks
 from teparity.gate.pairs import Pairs
 from teparity.judge.parity import fused_update_deviation
 from teparity.records import Case, PairSpec
@@ -52,7 +53,7 @@ RECIPE_PAIR = ["delayed", "delayed-e4m3-len4-max"]
 @pytest.mark.parametrize("recipe_id", RECIPE_PAIR)
 @pytest.mark.parametrize("compile_path", ["jit", "thunderfx"])
 @pytest.mark.parametrize("executor", EXECUTORS)
-@pytest.mark.check("activation-checkpointing[{compile_path}-{recipe_id}]")
+@pytest.mark.check(checks.ACTIVATION_CHECKPOINTING, "{compile_path}-{recipe_id}")
 def test_activation_checkpointing_matches_eager_te(executor: str, compile_path: str, recipe_id: str, parity: Pairs) -> None:
     """``torch.utils.checkpoint`` (non-reentrant) around every layer but the last: the backward recomputes
     those linears with the forward's FP8 state, each state is updated once per step, and the numbers are
@@ -63,7 +64,7 @@ def test_activation_checkpointing_matches_eager_te(executor: str, compile_path: 
 
 @pytest.mark.parametrize("recipe_id", RECIPE_PAIR)
 @pytest.mark.parametrize("executor", EXECUTORS)
-@pytest.mark.check("thunderfx[{recipe_id}]")
+@pytest.mark.check(checks.THUNDERFX, "{recipe_id}")
 def test_thunderfx_matches_eager_te(executor: str, recipe_id: str, parity: Pairs) -> None:
     """thunder as torch.compile's backend (``thunder.dynamo.thunderfx``) instead of ``thunder.jit``."""
     _assert_feature(PairSpec(executor, recipe_id, CASES, steps=3, compile_path="thunderfx"), parity, "thunderfx")
@@ -82,7 +83,7 @@ RECIPE_CHANGES = {
 
 @pytest.mark.parametrize("change", list(RECIPE_CHANGES))
 @pytest.mark.parametrize("executor", EXECUTORS)
-@pytest.mark.check("recipe-change[{change}]")
+@pytest.mark.check(checks.RECIPE_CHANGE, "{change}")
 def test_recipe_changes_between_steps_match_eager_te(executor: str, change: str, parity: Pairs) -> None:
     """Eager TE keeps one FP8 state per module across DelayedScaling recipes (module/base.py
     ``set_meta_tensor`` adjusts the amax history length; an equal recipe changes nothing): thunder must
@@ -94,14 +95,14 @@ def test_recipe_changes_between_steps_match_eager_te(executor: str, change: str,
 
 @pytest.mark.parametrize("recipe_id", ["delayed", "delayed-e4m3-len4-max"])
 @pytest.mark.parametrize("executor", EXECUTORS)
-@pytest.mark.check("inference[{recipe_id}]")
+@pytest.mark.check(checks.INFERENCE, "{recipe_id}")
 def test_no_grad_forward_matches_eager_te(executor: str, recipe_id: str, parity: Pairs) -> None:
     """Forward passes under ``torch.no_grad`` (inference): outputs and the forward FP8 state every pass."""
     _assert_feature(PairSpec(executor, recipe_id, CASES, steps=3, train=False), parity, "no-grad forward passes")
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
-@pytest.mark.check("torch-autocast")
+@pytest.mark.check(checks.TORCH_AUTOCAST)
 def test_training_under_torch_autocast_matches_eager_te(executor: str, parity: Pairs) -> None:
     """fp32 parameters, the forward under ``torch.autocast(dtype=torch.bfloat16)``."""
     spec = PairSpec(executor, "delayed", CASES[:1], steps=3, torch_autocast="bfloat16")
@@ -110,7 +111,7 @@ def test_training_under_torch_autocast_matches_eager_te(executor: str, parity: P
 
 @pytest.mark.parametrize("recipe_id", RECIPE_PAIR)
 @pytest.mark.parametrize("executor", EXECUTORS)
-@pytest.mark.check("llama-block[{recipe_id}]")
+@pytest.mark.check(checks.LLAMA_BLOCK, "{recipe_id}")
 def test_llama_block_matches_eager_te(executor: str, recipe_id: str, parity: Pairs) -> None:
     """A llama-style block, every projection TE-claimed, against the block with ``te.Linear`` projections."""
     _assert_feature(PairSpec(executor, recipe_id, LLAMA, steps=LLAMA_STEPS), parity, "llama block")

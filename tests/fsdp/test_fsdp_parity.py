@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from teparity import checks
 from teparity.gate.pairs import Pairs
 from teparity.judge.fsdp_order import order_differences, placement
 from teparity.judge.parity import fused_update_deviation, steps_compared_with_eager, sync_counts
@@ -44,7 +45,7 @@ def _skip_unless_runnable(env: Any, backend: str, world_size: int) -> None:
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 @pytest.mark.parametrize("executor", EXECUTORS)
-@pytest.mark.check("fsdp[{variant}]")
+@pytest.mark.check(checks.FSDP, "{variant}")
 def test_fsdp_matches_torch_fsdp(executor: str, variant: str, parity: Pairs, world_size: int, backend: str) -> None:
     _skip_unless_runnable(parity.env, backend, world_size)
     sharding, bucketing = VARIANTS[variant]

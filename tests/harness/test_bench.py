@@ -16,10 +16,10 @@ from types import SimpleNamespace
 import pytest
 
 from teparity.tools import bench as benching
-from teparity.tools import killmatrix
+from teparity.tools import gate_runs
 from teparity.tools import repeat as repeating
 from teparity.tools.bench import differing_tests, startup
-from teparity.tools.killmatrix import GateRun
+from teparity.tools.gate_runs import GateRun
 
 _WARM = ["tests/trace", "--teparity-ranks=warm"]  # no fork server for a fake gate's runs
 
@@ -90,7 +90,7 @@ def test_a_served_runs_seconds_leave_out_the_wait_for_its_standby_ranks(tmp_path
     ready again: a served run's seconds are its own (a bench once timed the wait with the run)."""
     server = _SlowStandbys()
     monkeypatch.setattr(benching, "served", server.served)
-    monkeypatch.setattr(killmatrix, "run_gate", lambda *args, **kwargs: GateRun(None, 0, "", _report(("t", "pass", "e"))))
+    monkeypatch.setattr(gate_runs, "run_gate", lambda *args, **kwargs: GateRun(None, 0, "", _report(("t", "pass", "e"))))
     result, identical = benching.bench(["tests/trace"], tmp_path, ("served",), progress=lambda line: None, standby_ranks=2)
     assert identical and server.waits == 2, result  # before the warm-up, then before the run
     assert result["seconds"]["served"] < 0.5, result["seconds"]
@@ -104,17 +104,17 @@ def test_repeat_names_each_test_that_changed_with_the_runs_that_saw_each_version
     steady = _report(("t::a", "pass", "max|d| 0"), ("t::b", "pass", "bitwise"))
     flaky = _report(("t::a", "pass", "max|d| 0.001"), ("t::b", "pass", "bitwise"))
     reports = iter([steady, flaky, steady])
-    monkeypatch.setattr("teparity.tools.killmatrix.run_gate", lambda *args, **kwargs: GateRun(None, 0, "", next(reports)))
+    monkeypatch.setattr("teparity.tools.gate_runs.run_gate", lambda *args, **kwargs: GateRun(None, 0, "", next(reports)))
     result, stable = repeating.repeat(3, _WARM, tmp_path, progress=lambda line: None)
     assert not stable and list(result["changed"]) == ["t::a"]
     assert result["changed"]["t::a"] == [{"runs": [1, 3], "outcome": "pass", "evidence": "max|d| 0"},
                                          {"runs": [2], "outcome": "pass", "evidence": "max|d| 0.001"}]
     assert json.loads((tmp_path / "repeat.json").read_text())["changed"] == result["changed"]
     agreeing = iter([steady, steady])
-    monkeypatch.setattr("teparity.tools.killmatrix.run_gate", lambda *args, **kwargs: GateRun(None, 0, "", next(agreeing)))
+    monkeypatch.setattr("teparity.tools.gate_runs.run_gate", lambda *args, **kwargs: GateRun(None, 0, "", next(agreeing)))
     assert repeating.repeat(2, _WARM, tmp_path, progress=lambda line: None)[1]
     empty = iter([{}, {}])
-    monkeypatch.setattr("teparity.tools.killmatrix.run_gate", lambda *args, **kwargs: GateRun(None, 5, "", next(empty)))
+    monkeypatch.setattr("teparity.tools.gate_runs.run_gate", lambda *args, **kwargs: GateRun(None, 5, "", next(empty)))
     assert not repeating.repeat(2, _WARM, tmp_path, progress=lambda line: None)[1], "runs that tested nothing agreed"
 
 
@@ -128,7 +128,7 @@ def test_a_repeat_cut_off_keeps_what_its_finished_runs_saw(tmp_path: Path, monke
             raise KeyboardInterrupt("the deadline")
         return GateRun(None, 0, "", steady)
 
-    monkeypatch.setattr("teparity.tools.killmatrix.run_gate", runner)
+    monkeypatch.setattr("teparity.tools.gate_runs.run_gate", runner)
     with pytest.raises(KeyboardInterrupt):
         repeating.repeat(3, _WARM, tmp_path, progress=lambda line: None)
     kept = json.loads((tmp_path / "repeat.json").read_text())
@@ -140,7 +140,7 @@ def test_a_repeated_runs_seconds_leave_out_the_wait_for_its_standby_ranks(tmp_pa
     again (a repeat's second run once shared the machine with their warm-up, and took 7 s longer)."""
     server = _SlowStandbys()
     monkeypatch.setattr(repeating, "served", server.served)
-    monkeypatch.setattr(killmatrix, "run_gate", lambda *args, **kwargs: GateRun(None, 0, "", _report(("t", "pass", "e"))))
+    monkeypatch.setattr(gate_runs, "run_gate", lambda *args, **kwargs: GateRun(None, 0, "", _report(("t", "pass", "e"))))
     result, stable = repeating.repeat(2, ["tests/trace"], tmp_path, progress=lambda line: None, standby_ranks=2)
     assert stable and server.waits == 2, result
     assert [run["standby_wait_s"] for run in result["runs"]] == [1.0, 1.0], result["runs"]
@@ -154,7 +154,7 @@ class _Gate:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, reports: list[dict]) -> None:
         self.now, self.reports = 0.0, iter(reports)
         monkeypatch.setattr(repeating, "time", SimpleNamespace(monotonic=lambda: self.now))
-        monkeypatch.setattr("teparity.tools.killmatrix.run_gate", self)
+        monkeypatch.setattr("teparity.tools.gate_runs.run_gate", self)
 
     def __call__(self, paths: list[str], workdir: Path, mutation: None, args: list[str], *, name: str, env: None) -> GateRun:
         self.now += 100.0

@@ -22,7 +22,7 @@ from teparity.tools.bisect import (
     wheel_versions,
     write_log,
 )
-from teparity.tools.killmatrix import GateRun
+from teparity.tools.gate_runs import GateRun
 
 BUILDS = [f"0.2.0.dev202406{day:02d}" for day in range(1, 21)]  # 20 builds, deliberately listed unsorted below
 

@@ -47,7 +47,7 @@ def test_every_gate_process_imports_ft2font_before_te_1x(pytester: pytest.Pytest
         import pytest
         from teparity.inrank import faults, forkable
         from teparity.launch.fresh import run_ranks
-        from teparity.launch.pool import RankPool
+        from teparity.launch.rank_pool import RankPool
         from teparity.stack.envprobe import environment
 
         TE_FIRST, THUNDER_FIRST = ["transformer_engine", "thunder"], ["thunder", "transformer_engine"]

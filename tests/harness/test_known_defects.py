@@ -17,6 +17,7 @@ import pytest
 import torch
 from packaging.specifiers import SpecifierSet
 
+from teparity import checks
 from teparity.gate.report import ParityReport
 from teparity.judge.failures import (
     PartedFromEager,
@@ -409,15 +410,16 @@ def test_a_signature_matches_its_defect_and_no_look_alike(entry_id: str) -> None
 
 
 def _gate_checks() -> set[str]:
+    """The checks the gate's tests name (``teparity.checks``'s constants in their sources)."""
     sources = "".join(path.read_text() for path in (REPO / "tests").glob("[!h]*/test_*.py"))
-    return {name.split("[", 1)[0] for name in re.findall(r'mark\.check\("([^"]+)"\)', sources)}
+    return {getattr(checks, name) for name in re.findall(r"\bchecks\.([A-Z0-9_]+)\b", sources) if isinstance(getattr(checks, name), str)}
 
 
 @pytest.mark.parametrize("entry", REGISTRY, ids=lambda e: e.id)
 def test_every_entry_is_bounded_and_cites_its_evidence(entry: KnownDefect) -> None:
     """No unconditional xfail: real checks and executors, version ranges with a lower bound, a cause,
     and committed runs that showed it."""
-    assert {c.split("[", 1)[0] for c in entry.checks} <= _gate_checks() | {"ddp-fp8-group-per-rank", "ddp-fp8-group-subgroups-of-2"}
+    assert {checks.base(c) for c in entry.checks} <= _gate_checks()
     assert set(entry.executors) <= {"legacy", "functional", None}
     for specifier in (entry.thunder, entry.te):
         assert any(s.operator in (">=", ">", "==") for s in SpecifierSet(specifier)), f"{entry.id}: {specifier} has no lower bound"

@@ -21,7 +21,7 @@ LAYERS = (
     ("teparity.known",),
     ("teparity.gate",),
     ("teparity.plugin", "teparity.tools"),
-    ("teparity.__main__",),
+    ("teparity.cli", "teparity.__main__"),
 )
 #: What a layer's own modules may not import of each other although they share a floor: the launchers know
 #: no test policy and the stack knows no launcher, the judges read records without the code that runs in ranks.

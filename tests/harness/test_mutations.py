@@ -122,15 +122,16 @@ def test_first_kill_counts_a_run_that_xdist_stopped_after_a_failure(tmp_path: Pa
     every exit 2."""
     from teparity.mutations.catalog import Mutation
     from teparity.tools import killmatrix
+    from teparity.tools.gate_runs import GateRun
 
     failed = {"results": [{"check": "numerics[delayed]", "executor": "functional", "outcome": "FAIL",
                            "tests": [{"nodeid": "t::a", "outcome": "FAIL"}]}]}
     clean = {"results": [{"check": "numerics[delayed]", "executor": "functional", "outcome": "pass",
                           "tests": [{"nodeid": "t::a", "outcome": "pass"}]}]}
     runs = {
-        None: killmatrix.GateRun(None, 0, "1 passed", clean),
-        "stopped": killmatrix.GateRun("stopped", 2, "xdist.dsession.Interrupted: stopping after 1 failures", failed),
-        "usage": killmatrix.GateRun("usage", 2, "ERROR: usage: pytest ...", failed),
+        None: GateRun(None, 0, "1 passed", clean),
+        "stopped": GateRun("stopped", 2, "xdist.dsession.Interrupted: stopping after 1 failures", failed),
+        "usage": GateRun("usage", 2, "ERROR: usage: pytest ...", failed),
     }
     monkeypatch.setattr(killmatrix, "run_gate", lambda paths, workdir, name, args: runs[name])
     monkeypatch.setattr("teparity.stack.envprobe.environment", lambda: None)
@@ -148,7 +149,7 @@ def test_first_kill_counts_a_run_that_xdist_stopped_after_a_failure(tmp_path: Pa
 
 def test_a_check_that_xpasses_or_fails_killed_the_mutant_and_a_known_one_did_not() -> None:
     """A strict xfail whose defect stopped showing (XPASS) fails the run as a FAIL does; a known row does not."""
-    from teparity.tools.killmatrix import GateRun
+    from teparity.tools.gate_runs import GateRun
 
     def row(check: str, outcome: str) -> dict:
         return {"check": check, "executor": "functional", "outcome": outcome,

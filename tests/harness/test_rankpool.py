@@ -18,7 +18,9 @@ import pytest
 
 from teparity.inrank import faults, forkable
 from teparity.inrank.scenarios import LegacySyncSpec, legacy_sync_run
+from teparity.launch import fork_choice, rank_pool
 from teparity.launch import pool as rankpool
+from teparity.launch.fork_client import FORK_SERVER_VARIABLE
 from teparity.launch.fresh import run_ranks
 from teparity.launch.outcome import STACK_DUMP_WAIT_S, RanksFailed
 
@@ -27,20 +29,20 @@ FORK_PRELOAD = (forkable.__name__,)
 
 
 @pytest.fixture(params=["spawned", "forked"])
-def fork_preload(request: pytest.FixtureRequest) -> rankpool.ForkPreload:
+def fork_preload(request: pytest.FixtureRequest) -> rank_pool.ForkPreload:
     """Each pool test runs with spawned ranks and with ranks forked from the preloaded fork server."""
     return FORK_PRELOAD if request.param == "forked" else None
 
 
 @pytest.fixture
-def pool(tmp_path: Path, fork_preload: rankpool.ForkPreload):
-    pool = rankpool.RankPool(2, "gloo", 30.0, tmp_path, fork_preload=fork_preload)
+def pool(tmp_path: Path, fork_preload: rank_pool.ForkPreload):
+    pool = rank_pool.RankPool(2, "gloo", 30.0, tmp_path, fork_preload=fork_preload)
     yield pool
     pool.close()
     assert not faults.still_running(pool.pids), "warm ranks outlived their pool"
 
 
-def test_a_warm_side_starts_in_under_a_second_where_fresh_ranks_take_seconds(pool: rankpool.RankPool, tmp_path: Path) -> None:
+def test_a_warm_side_starts_in_under_a_second_where_fresh_ranks_take_seconds(pool: rank_pool.RankPool, tmp_path: Path) -> None:
     assert pool.run(faults.sum_of_ranks, (), timeout=120) == [(0, 2, 1), (1, 2, 1)]  # start-up included
     pids = pool.pids
     start = time.monotonic()
@@ -53,7 +55,7 @@ def test_a_warm_side_starts_in_under_a_second_where_fresh_ranks_take_seconds(poo
     assert warm < 1.0 < fresh, f"warm {warm:.2f} s, fresh {fresh:.2f} s"
 
 
-def test_a_side_after_other_sides_gives_the_bytes_fresh_ranks_give(pool: rankpool.RankPool, tmp_path: Path) -> None:
+def test_a_side_after_other_sides_gives_the_bytes_fresh_ranks_give(pool: rank_pool.RankPool, tmp_path: Path) -> None:
     """What couples two sides in a process is reset between them (the CPU trace tier's side here; on a GPU
     the same holds for TE's global FP8 state, checked by ``python -m teparity bench``)."""
     single, ddp = LegacySyncSpec(steps=2, device="cpu", ddp=False), LegacySyncSpec(steps=2, device="cpu", ddp=True)
@@ -64,7 +66,7 @@ def test_a_side_after_other_sides_gives_the_bytes_fresh_ranks_give(pool: rankpoo
     assert pickle.dumps(warm) == pickle.dumps(fresh)
 
 
-def test_a_raising_rank_discards_the_pool_with_its_traceback(tmp_path: Path, fork_preload: rankpool.ForkPreload) -> None:
+def test_a_raising_rank_discards_the_pool_with_its_traceback(tmp_path: Path, fork_preload: rank_pool.ForkPreload) -> None:
     first = rankpool.warm_ranks(faults.sum_of_ranks, world_size=2, backend="gloo", timeout=120, workdir=tmp_path,
                                 fork_preload=fork_preload)
     assert first == [(0, 2, 1), (1, 2, 1)]
@@ -82,7 +84,7 @@ def test_a_raising_rank_discards_the_pool_with_its_traceback(tmp_path: Path, for
     rankpool.close_pools()
 
 
-def test_one_pool_serves_every_world_size_and_grows_for_more_ranks(tmp_path: Path, fork_preload: rankpool.ForkPreload) -> None:
+def test_one_pool_serves_every_world_size_and_grows_for_more_ranks(tmp_path: Path, fork_preload: rank_pool.ForkPreload) -> None:
     """One-rank and two-rank runs share ranks: the pool regroups them for each run's world size and starts
     rank 1 when a two-rank run first needs it, so each process pays its first-run costs once."""
     def run(world_size: int) -> list[object]:
@@ -103,7 +105,7 @@ def test_one_pool_serves_every_world_size_and_grows_for_more_ranks(tmp_path: Pat
 
 
 def test_runs_side_by_side_overlap_on_pools_of_their_own_and_a_failure_discards_them_all(
-    tmp_path: Path, fork_preload: rankpool.ForkPreload
+    tmp_path: Path, fork_preload: rank_pool.ForkPreload
 ) -> None:
     """The two sides of a pair run at once (``--teparity-sides side-by-side``): each on its own lane's
     pool, results in call order; when one fails, every pool of the call is killed and discarded."""
@@ -125,13 +127,13 @@ def test_runs_side_by_side_overlap_on_pools_of_their_own_and_a_failure_discards_
         rankpool.close_pools()
 
 
-def test_a_killed_warm_rank_reports_its_signal(pool: rankpool.RankPool) -> None:
+def test_a_killed_warm_rank_reports_its_signal(pool: rank_pool.RankPool) -> None:
     with pytest.raises(RanksFailed) as failed:
         pool.run(faults.kill_last_rank, (), timeout=120)
     assert {f.rank: f.summary for f in failed.value.failures}[1] == "killed by signal SIGKILL"
 
 
-def test_a_warm_hang_fails_within_the_deadline_with_every_stack(pool: rankpool.RankPool) -> None:
+def test_a_warm_hang_fails_within_the_deadline_with_every_stack(pool: rank_pool.RankPool) -> None:
     pool.run(faults.sum_of_ranks, (), timeout=120)  # started: the deadline below is the task's alone
     deadline = 5.0
     start = time.monotonic()
@@ -161,7 +163,7 @@ def test_a_forked_rank_skips_the_preloaded_imports_and_takes_the_environment_of_
 ) -> None:
     """The fork server imported torch (and thunder or TE) once; a pool started in another environment than
     the fork server's is spawned, so what its ranks imported read the environment they run in."""
-    forked = rankpool.RankPool(1, "gloo", 30.0, tmp_path, fork_preload=FORK_PRELOAD)
+    forked = rank_pool.RankPool(1, "gloo", 30.0, tmp_path, fork_preload=FORK_PRELOAD)
     try:
         assert forked.run(faults.sum_of_ranks, (), timeout=120) == [(0, 1, 0)]
         log = (forked.run_dir / "rank0.log").read_text()
@@ -187,7 +189,7 @@ def _parent_script(tmp_path: Path, pids: Path) -> Path:
     script.write_text(textwrap.dedent(f"""
         from pathlib import Path
         from teparity.inrank import faults, forkable
-        from teparity.launch.pool import RankPool
+        from teparity.launch.rank_pool import RankPool
         if __name__ == "__main__":
             pool = RankPool(2, "gloo", 600, Path({str(tmp_path)!r}), fork_preload=(forkable.__name__,))
             ranks = pool.run(faults.pid_of_rank, (), timeout=120)
@@ -215,7 +217,7 @@ def test_forked_ranks_and_their_fork_server_die_with_their_parent(tmp_path: Path
     """A process that finds no fork server named starts its own: if it is SIGKILLed (no finally runs), that
     server and every rank it forked die with it."""
     pids = tmp_path / "pids"
-    env = {k: v for k, v in os.environ.items() if k != rankpool.FORK_SERVER_VARIABLE}
+    env = {k: v for k, v in os.environ.items() if k != FORK_SERVER_VARIABLE}
     parent = subprocess.Popen([sys.executable, str(_parent_script(tmp_path, pids))], env=env)
     processes = _kill_when_written(parent, pids)
     assert len(processes) == 3 and not set(processes) & {parent.pid}, processes
@@ -226,7 +228,7 @@ def test_forked_ranks_and_their_fork_server_die_with_their_parent(tmp_path: Path
 def test_a_client_that_dies_takes_its_ranks_and_leaves_the_shared_fork_server_serving(tmp_path: Path) -> None:
     """A process that forks from another's fork server (an xdist worker from the controller's): SIGKILLed,
     its ranks die; the server, which outlives it, killed them and forks for the next client."""
-    server = rankpool.fork_server(FORK_PRELOAD, tmp_path)
+    server = fork_choice.fork_server(FORK_PRELOAD, tmp_path)
     pids = tmp_path / "pids"
     parent = subprocess.Popen([sys.executable, str(_parent_script(tmp_path, pids))])  # inherits the server's name
     processes = _kill_when_written(parent, pids)
@@ -234,7 +236,7 @@ def test_a_client_that_dies_takes_its_ranks_and_leaves_the_shared_fork_server_se
     alive = faults.still_running_after(processes[1:], 10)
     assert not alive, f"forked ranks outlived their SIGKILLed client: {alive} of {processes[1:]}"
     assert faults.still_running([server.pid]), "the shared fork server died with a client"
-    pool = rankpool.RankPool(2, "gloo", 30.0, tmp_path, fork_preload=FORK_PRELOAD)
+    pool = rank_pool.RankPool(2, "gloo", 30.0, tmp_path, fork_preload=FORK_PRELOAD)
     try:
         assert pool.run(faults.sum_of_ranks, (), timeout=120) == [(0, 2, 1), (1, 2, 1)]
         assert pool.fork_server_pid == server.pid
@@ -266,7 +268,7 @@ def _xdist_run(pytester: pytest.Pytester, out: Path, *, hang: bool) -> subproces
     """``pytest -n 2 --dist each`` over ``_XDIST_RUN``, in the background: each worker forks ranks."""
     pytester.makepyfile(test_forked=textwrap.dedent(_XDIST_RUN))
     out.mkdir()
-    env = {k: v for k, v in os.environ.items() if k != rankpool.FORK_SERVER_VARIABLE}
+    env = {k: v for k, v in os.environ.items() if k != FORK_SERVER_VARIABLE}
     env.update(TEPARITY_TEST_OUT=str(out), **({"TEPARITY_TEST_HANG": "1"} if hang else {}))
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", "-n", "2", "--dist", "each", "-p", "teparity.plugin", "-p", "no:cacheprovider",
@@ -335,7 +337,7 @@ def test_a_process_that_runs_tests_starts_its_ranks_while_it_collects(pytester: 
     runs ranks, so the first test finds them started and runs on them."""
     pytester.makepyfile(test_prestart=textwrap.dedent(_PRESTART_RUN))
     out = pytester.path / "out.json"
-    env = {k: v for k, v in os.environ.items() if k != rankpool.FORK_SERVER_VARIABLE} | {"TEPARITY_TEST_OUT": str(out)}
+    env = {k: v for k, v in os.environ.items() if k != FORK_SERVER_VARIABLE} | {"TEPARITY_TEST_OUT": str(out)}
     run = subprocess.run(
         [sys.executable, "-m", "pytest", *dist, "-p", "teparity.plugin", "-p", "no:cacheprovider",
          f"--basetemp={pytester.path / 'basetemp'}", "test_prestart.py"],

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from teparity.inrank import faults
-from teparity.launch import pool as rankpool
-from teparity.launch.forkserver import FORK_SERVER_VARIABLE, ForkServerClient, start_server
+from teparity.launch import fork_choice
+from teparity.launch.fork_client import FORK_SERVER_VARIABLE, ForkServerClient, start_server
 
 pytestmark = pytest.mark.multirank
 
@@ -106,7 +106,7 @@ def test_a_fork_server_names_the_files_it_imported_that_changed_since(tmp_path: 
         module.write_text("VALUE = 2  # another version\n")
         client = hello()
         assert client.changed == (1, (str(module),)), client.changed
-        why = rankpool.unfit(client, ("teparity_test_preloaded",))
+        why = fork_choice.unfit(client, ("teparity_test_preloaded",))
         assert why is not None and f"1 files that the fork server (pid {started.process.pid}) imported changed since: {module}" in why, why
     finally:
         started.stop()
@@ -158,7 +158,7 @@ def test_a_repeat_forks_every_runs_ranks_from_one_fork_server(tmp_path: Path) ->
 def test_the_probes_run_token_is_no_reason_to_refuse_a_served_fork_server() -> None:
     """Every pytest run sets its own probe run (``envprobe.new_run``): a server shared by the runs of a command
     must not count that as an environment of its own (each run then started its own server)."""
-    from teparity.launch.forkserver import PER_PROCESS_VARIABLES
+    from teparity.launch.fork_client import PER_PROCESS_VARIABLES
     from teparity.stack.envprobe import RUN_VARIABLE
 
     assert RUN_VARIABLE in PER_PROCESS_VARIABLES

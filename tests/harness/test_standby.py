@@ -1,4 +1,4 @@
-"""Standby ranks of a fork server (``teparity.launch.forkserver.Standby``): forked ahead, each having run the
+"""Standby ranks of a fork server (``teparity.launch.standby``): forked ahead, each having run the
 prologue it stands in for and a warm-up; a request that names that prologue takes one and runs in its own
 environment, others get a new child; a standby whose imports changed is never run as a rank; one that fails
 stops them; those taken are forked anew between runs."""
@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from teparity.launch.forkserver import ForkedProcess, ForkServerClient, Standby, StartedServer, start_server
+from teparity.launch.fork_client import ForkedProcess, ForkServerClient, StartedServer, start_server
+from teparity.launch.standby import Standby
 
 pytestmark = pytest.mark.multirank
 
@@ -51,7 +52,7 @@ _MODULE = """
 
 
     def report(connection):
-        from teparity.launch.forkserver import check_standby
+        from teparity.launch.standby import check_standby
 
         try:
             said = {"ahead": check_standby()}

@@ -54,9 +54,10 @@ def test_options_around_repeats_count_are_its_own_and_what_follows_the_dashes_is
 ) -> None:
     """An argparse remainder after N once took --workdir for a pytest argument (pytest then exited 4)."""
     from teparity import __main__ as cli
+    from teparity.cli import runs
 
     seen = {}
-    monkeypatch.setattr(cli, "repeat_command", lambda count, args, workdir, per_run, resume, deadline, standby: seen.update(
+    monkeypatch.setattr(runs, "repeat_command", lambda count, args, workdir, per_run, resume, deadline, standby: seen.update(
         count=count, args=args, workdir=workdir, per_run=per_run) or 0)
     assert cli.main([*words, "--", "-n", "2", "tests/trace", "--", "x"]) == 0
     assert seen == {"count": 3, "args": ["-n", "2", "tests/trace", "--", "x"], "workdir": Path("W"), "per_run": False}

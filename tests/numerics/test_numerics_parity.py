@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from teparity import checks
 from teparity.gate.pairs import Pairs
 from teparity.judge.compare import state_is_empty
 from teparity.judge.parity import fused_update_deviation
@@ -55,7 +56,7 @@ extra_cases = st.lists(
 
 @pytest.mark.parametrize("recipe_id", recipes.RECIPE_IDS)
 @pytest.mark.parametrize("executor", ["legacy", "functional"])
-@pytest.mark.check("numerics[{recipe_id}]")
+@pytest.mark.check(checks.NUMERICS, "{recipe_id}")
 @settings(max_examples=1, phases=(Phase.explicit, Phase.generate), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(drawn=extra_cases)
 def test_thunder_matches_eager_te(executor: str, recipe_id: str, drawn: list[Case], parity: Pairs) -> None:
@@ -63,7 +64,7 @@ def test_thunder_matches_eager_te(executor: str, recipe_id: str, drawn: list[Cas
 
 
 @pytest.mark.parametrize("executor", ["legacy", "functional"])
-@pytest.mark.check("numerics-fp32-bias")
+@pytest.mark.check(checks.NUMERICS_FP32_BIAS)
 def test_fp32_parameters_with_bias(executor: str, parity: Pairs) -> None:
     """fp32 parameters with a bias: cuBLASLt has no FP8 GEMM with an fp32 bias, so TE must not fuse it."""
     _assert_numerics(PairSpec(executor, "delayed", cases=FP32_BIAS_CASES, steps=3), parity)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from teparity import checks
 from teparity.gate.ranks import RankRunner
 from teparity.inrank.scenarios import DdpTransformSpec, ddp_transform_run
 from teparity.judge.compare import Comparison, compare_ddp_runs
@@ -26,7 +27,7 @@ from teparity.stack import reasons
 pytestmark = [pytest.mark.multirank, pytest.mark.parametrize("executor", ["legacy"])]
 
 
-@pytest.mark.check("ddp-transform-matches-torch-ddp")
+@pytest.mark.check(checks.DDP_TRANSFORM)
 def test_ddp_transform_matches_torch_ddp(
     executor: str, teparity_env: Any, rank_runner: RankRunner, world_size: int, evidence: Any
 ) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
+from teparity import checks
 from teparity.gate.ranks import RankRunner
 from teparity.inrank.fsdp_transform import FsdpTransformSpec, fsdp_transform_run
 from teparity.judge.compare import Comparison, compare_ddp_runs
@@ -51,7 +52,7 @@ def torch_fsdp() -> dict[str, list[DdpTransformRun]]:
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 @pytest.mark.shares_runs(lambda params: f"fsdp-transform-torch-{VARIANTS[params['variant']][0]}")  # torch_fsdp's run
-@pytest.mark.check("fsdp-transform-matches-torch-fsdp[{variant}]")
+@pytest.mark.check(checks.FSDP_TRANSFORM, "{variant}")
 def test_fsdp_transform_matches_torch_fsdp(
     variant: str, teparity_env: Any, rank_runner: RankRunner, world_size: int, evidence: Any,
     torch_fsdp: dict[str, list[DdpTransformRun]],

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from teparity import checks
 from teparity.inrank.scenarios import LegacySyncRun, LegacySyncSpec, legacy_sync_run
 from teparity.judge.failures import SilentFallback, SyncCountWrong
 from teparity.judge.traces import assert_no_violations, check_backward_sync, check_no_forward_sync
@@ -73,34 +74,34 @@ ON_THE_RANKS = pytest.mark.shares_runs("legacy-sync-{parallel}")
 
 
 @ONE_PROCESS
-@pytest.mark.check("bwd-sync-placement[1proc]")
+@pytest.mark.check(checks.BWD_SYNC_PLACEMENT, "1proc")
 def test_backward_sync_placement(executor: str, teparity_env: Any, single_process: list[LegacySyncRun], evidence: Any) -> None:
     _assert_placement(teparity_env, single_process, ddp=False, evidence=evidence)
 
 
 @ONE_PROCESS
-@pytest.mark.check("fwd-has-no-sync[1proc]")
+@pytest.mark.check(checks.FWD_HAS_NO_SYNC, "1proc")
 def test_no_sync_in_forward(executor: str, teparity_env: Any, single_process: list[LegacySyncRun], evidence: Any) -> None:
     assert_no_violations(check_no_forward_sync(single_process[0].forward), _context(teparity_env, single_process))
     evidence(f"forward trace: {len(single_process[0].forward.rows)} symbols, no sync")
 
 
 @ONE_PROCESS
-@pytest.mark.check("bwd-sync-runs-once[1proc]")
+@pytest.mark.check(checks.BWD_SYNC_RUNS_ONCE, "1proc")
 def test_sync_runs_once_per_backward(executor: str, teparity_env: Any, single_process: list[LegacySyncRun], evidence: Any) -> None:
     _assert_runs_once(teparity_env, single_process, evidence)
 
 
 @pytest.mark.multirank
 @ON_THE_RANKS
-@pytest.mark.check("bwd-sync-placement[{parallel}]")
+@pytest.mark.check(checks.BWD_SYNC_PLACEMENT, "{parallel}")
 def test_backward_sync_placement_on_the_ranks(executor: str, teparity_env: Any, parallel: list[LegacySyncRun], evidence: Any) -> None:
     _assert_placement(teparity_env, parallel, ddp=True, evidence=evidence)
 
 
 @pytest.mark.multirank
 @ON_THE_RANKS
-@pytest.mark.check("fwd-has-no-sync[{parallel}]")
+@pytest.mark.check(checks.FWD_HAS_NO_SYNC, "{parallel}")
 def test_no_sync_in_forward_on_the_ranks(executor: str, teparity_env: Any, parallel: list[LegacySyncRun], evidence: Any) -> None:
     violations = [v for run in parallel for v in check_no_forward_sync(run.forward)]
     assert_no_violations(violations, _context(teparity_env, parallel))
@@ -109,14 +110,14 @@ def test_no_sync_in_forward_on_the_ranks(executor: str, teparity_env: Any, paral
 
 @pytest.mark.multirank
 @ON_THE_RANKS
-@pytest.mark.check("bwd-sync-runs-once[{parallel}]")
+@pytest.mark.check(checks.BWD_SYNC_RUNS_ONCE, "{parallel}")
 def test_sync_runs_once_per_backward_on_the_ranks(executor: str, teparity_env: Any, parallel: list[LegacySyncRun], evidence: Any) -> None:
     _assert_runs_once(teparity_env, parallel, evidence)
 
 
 @pytest.mark.fp8
 @ONE_PROCESS
-@pytest.mark.check("te-claims-every-linear[1proc]")
+@pytest.mark.check(checks.TE_CLAIMS_EVERY_LINEAR, "1proc")
 def test_te_claims_every_linear(executor: str, teparity_env: Any, single_process: list[LegacySyncRun], evidence: Any) -> None:
     """On an FP8 GPU the sync tests above mean something only if TE, not torch, ran the linears."""
     run = single_process[0]

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from teparity import checks
 from teparity.gate.ranks import RankRunner
 from teparity.inrank.sides import run_thunder
 from teparity.judge.parity import assert_te_claimed, raise_if_thunder_raised, trace_violations
@@ -26,7 +27,7 @@ CASE = Case(sizes=(48, 64, 32, 16), bias=False, lead_shape=(2, 8), activation=No
 
 
 @pytest.mark.parametrize("executor", ["legacy", "functional"])
-@pytest.mark.check("te-trace-invariants[1proc]")
+@pytest.mark.check(checks.TE_TRACE_INVARIANTS, "1proc")
 def test_te_trace_invariants(executor: str, teparity_env: Any, rank_runner: RankRunner, evidence: Any) -> None:
     if reason := reasons.no_executor(teparity_env, executor):
         pytest.skip(reason)

@@ -39,8 +39,8 @@ class Controller:
         if config.option.collectonly or config.option.help or self.settings.ranks_asked != "forked":
             return
         from teparity.gate.ranks import FORK_PRELOAD
-        from teparity.launch.forkserver import FORK_SERVER_VARIABLE
-        from teparity.launch.pool import fork_server_for_run
+        from teparity.launch.fork_choice import fork_server_for_run
+        from teparity.launch.fork_client import FORK_SERVER_VARIABLE
 
         try:
             self.outer_server_refused = fork_server_for_run(FORK_PRELOAD, config._tmp_path_factory.getbasetemp() / "forkserver")
@@ -76,15 +76,15 @@ class Controller:
             return f"warm ranks (not forked: {fallback})"
         if mode != "forked":
             return f"{mode} ranks"
-        from teparity.launch import pool
+        from teparity.launch import fork_choice
 
         imports = probed_environment().fork_preload()
         if self.fork_server_failure:
             return f"forked ranks (a fork server per process, each importing {imports}: {self.fork_server_failure})"
-        if (server := pool.started_server()) is not None:
+        if (server := fork_choice.started_server()) is not None:
             refused = f"; {self.outer_server_refused}" if self.outer_server_refused else ""
             return f"forked ranks (one fork server for the run, pid {server.process.pid}, imports {imports}{refused})"
-        if (outer := pool.adopted_server()) is not None:
+        if (outer := fork_choice.adopted_server()) is not None:
             standby = (f"; it keeps {outer.standby.count} ranks forked ahead, each having run "
                        f"{outer.standby.prologue} and {outer.standby.warm_up}") if outer.standby else ""
             return (f"forked ranks (the fork server of {outer.owner}, pid {outer.pid}, started before this run and "

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from teparity import checks
 from teparity.gate.report import KNOWN_PROPERTY, NEAR_MISS_PROPERTY, ROW_PROPERTY
 from teparity.gate.settings import probed_environment
 from teparity.known import registry
@@ -22,13 +23,16 @@ _COVERED = pytest.StashKey[list[KnownDefect]]()
 
 
 def row_of(item: pytest.Item) -> tuple[str, str | None] | None:
-    """The report row of a gate test: its check (``@pytest.mark.check(name)``, ``{param}`` fields filled from
-    the test's parameters) and executor; None for a test that is no gate check."""
+    """The report row of a gate test and its executor; None for a test that is no gate check. The row is the
+    marker's check (``teparity.checks``; a callable of the test's parameters where the check itself depends on
+    them) and its parameter part, a format over the test's parameters: ``check(NUMERICS, "{recipe_id}")``."""
     marker = item.get_closest_marker("check")
     if marker is None:
         return None
     params = item.callspec.params if hasattr(item, "callspec") else {}
-    return marker.args[0].format(**params), params.get("executor")
+    check, *parameters = marker.args
+    name = check(params) if callable(check) else check
+    return checks.row(name, *parameters).format(**params), params.get("executor")
 
 
 class KnownMarks:

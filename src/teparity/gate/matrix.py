@@ -11,38 +11,25 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from teparity import checks
 from teparity.gate.ranges import Axis, Run, Span, collapse
 from teparity.gate.report import NO_EXECUTOR, Cell, ParityReport
 from teparity.known.registry import BY_ID
 
 #: Check name (without its parameters) -> the column it belongs to, in column order.
-CHECK_GROUPS: dict[str, str] = {
-    "bwd-sync-placement": "backward sync",
-    "bwd-sync-runs-once": "backward sync",
-    "fwd-has-no-sync": "backward sync",
-    "te-claims-every-linear": "TE claims",
-    "te-trace-invariants": "trace invariants",
-    "numerics": "numerics",
-    "numerics-fp32-bias": "fp32 + bias",
-    "ddp-first-step": "ddp",
-    "ddp": "ddp",
-    "ddp-grad-accumulation": "grad accumulation",
-    "ddp-fp8-group-per-rank": "fp8 groups",
-    "ddp-fp8-group-subgroups-of-2": "fp8 groups",
-    "ddp-transform-matches-torch-ddp": "ddp transform",
-}
 FOOTNOTE_CHARS = 400
 #: Groups whose checks pass with no linear run by TE (the legacy sync symbol's place and count; thunder's
 #: DDP transform on the CPU), so they never show that an executor works.
 TRACE_ONLY_GROUPS = frozenset({"backward sync", "ddp transform"})
 
-def group_of(check: str) -> str:
-    base = check.split("[", 1)[0]
-    return CHECK_GROUPS.get(base, base)
+
+def group_of(row: str) -> str:
+    check = checks.base(row)
+    return checks.GROUPS.get(check, check)
 
 
 def _groups(reports: Iterable[ParityReport]) -> list[str]:
-    order = list(dict.fromkeys(CHECK_GROUPS.values()))
+    order = list(dict.fromkeys(checks.GROUPS.values()))
     found = {group_of(check) for report in reports for check in report.checks()}
     return sorted(found, key=lambda g: (order.index(g) if g in order else len(order), g))
 

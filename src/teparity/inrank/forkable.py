@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from teparity.launch.forkserver import FORK_SERVER_LOG_VARIABLE
+from teparity.launch.fork_client import FORK_SERVER_LOG_VARIABLE
 from teparity.stack.envprobe import environment, fork_stages, import_forkable
 
 if path := os.environ.get(FORK_SERVER_LOG_VARIABLE):  # only in the fork server, which sets it while it imports this

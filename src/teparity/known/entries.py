@@ -3,17 +3,12 @@
 
 from __future__ import annotations
 
+from teparity import checks
 from teparity.known import signatures
 from teparity.known.defect import BisectedBound, KnownDefect
 
 #: The run that showed every entry at once: all 12 TE releases x thunder 0.2.6 and 0.2.7.dev20260201.
 _MATRIX_RUN = "docs/results/h200-matrix-8a03814"
-#: Every gate check that needs TE to run a linear (a harness test keeps it in step with the tiers).
-_TE_RUNS = ("te-claims-every-linear", "te-trace-invariants", "numerics", "numerics-fp32-bias", "ddp", "ddp-first-step",
-            "ddp-grad-accumulation", "ddp-fp8-group-per-rank", "ddp-fp8-group-subgroups-of-2", "ddp-llama",
-            "ddp-llama-grad-accumulation", "activation-checkpointing", "thunderfx", "recipe-change", "inference",
-            "torch-autocast", "llama-block", "fsdp")
-_FP8_GROUPS = ("ddp-fp8-group-per-rank", "ddp-fp8-group-subgroups-of-2")
 _FEATURES_RUN = "docs/results/h200-te2.20.2-features/call1-aa780f0"
 _FEATURES_RUN_TE29 = "docs/results/h200-te2.9.0-features/call2-65ae0b1"
 #: thunder 0.2.2 .. 0.2.7.dev20260201 with TE 2.9.0 at one commit: 0.2.3 and 0.2.4 showed entries' signatures
@@ -40,8 +35,6 @@ _RELEASES_RUN_TE29_TENTH = "docs/results/h200-te2.9.0-tenth/call1-04f6fc3"
 _TENTH_BISECTS_TE29 = f"{_RELEASES_RUN_TE29_TENTH}/bisects"
 #: The weekly builds those bisects moved into or out of ranges, with TE 2.9.0 at db1ecfc.
 _WEEKLIES_RUN_TE29_TENTH = "docs/results/h200-te2.9.0-tenth/call2-db1ecfc"
-#: The legacy sync scenarios' checks: they run the legacy executor's TE linears where TE is installed.
-_LEGACY_SYNC = ("bwd-sync-placement", "bwd-sync-runs-once", "fwd-has-no-sync")
 #: Seen with TE 2.9.0 only: the TE bound of the entries first seen there stops at the next release.
 _SEEN_TE29 = ">=2.9,<2.10"
 
@@ -51,7 +44,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         summary="thunder 0.2.6's legacy TE executor claims no linear with TE 2.10+: a silent fallback to torch",
         executors=("legacy",),
         signature=signatures.LEGACY_MODULE_LOST_TE,
-        checks=_TE_RUNS,
+        checks=checks.TE_RUNS,
         thunder=">=0.2.0.dev0,<0.2.7",
         te=">=2.10",
         cause="thunder/executors/transformer_engine_v1ex.py (transformer_engineex.py before 0.2.6.dev20250928) imports "
@@ -71,7 +64,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "asks the legacy executor's checker, which declines every linear there",
         executors=("functional",),
         signature=signatures.LEGACY_CHECKER_LOST_TE,
-        checks=_TE_RUNS,
+        checks=checks.TE_RUNS,
         thunder=">=0.2.3,<=0.2.5.dev20250824",
         te=">=2.10",
         cause="thunder/executors/transformer_engine_v2ex_impl.py imports _linear_checker from "
@@ -89,7 +82,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "so the synced micro-batch does not see the amaxes of the ones before it",
         executors=("legacy", "functional"),
         signature=signatures.FP8_STATE_PER_CACHE_ENTRY,
-        checks=("ddp-grad-accumulation", "ddp-llama-grad-accumulation"),
+        checks=(checks.DDP_GRAD_ACCUMULATION, checks.DDP_LLAMA_GRAD_ACCUMULATION),
         thunder=">=0.2.0.dev20240609,<0.2.8",
         te=">=1.6,<2.21",
         cause="thunder/__init__.py records get_skip_data_parallel_grad_sync() in the cache info "
@@ -106,7 +99,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         summary="thunder's functional TE executor passes an fp32 bias into TE's FP8 GEMM, which cuBLASLt rejects",
         executors=("functional",),
         signature=signatures.FP32_BIAS_GEMM,
-        checks=("numerics-fp32-bias",),
+        checks=(checks.NUMERICS_FP32_BIAS,),
         thunder=">=0.2.3,<0.2.8",
         te=">=2.9,<2.21",
         cause="thunder/executors/transformer_engineex_impl.py _linear_fwd_impl calls "
@@ -123,7 +116,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "amaxes are reduced over the world",
         executors=("legacy",),
         signature=signatures.AUTOCAST_WITHOUT_GROUP,
-        checks=_FP8_GROUPS,
+        checks=checks.FP8_GROUPS,
         thunder=">=0.2.0.dev0,<0.2.7",
         te=">=1.6,<2.21",
         cause="thunder/executors/transformer_engine_v1ex.py TE_CTX_STR: fp8_autocast(fp8_recipe=...) with no fp8_group. "
@@ -138,7 +131,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "ignoring fp8_autocast's group",
         executors=("functional",),
         signature=signatures.UPDATE_WITHOUT_GROUP,
-        checks=_FP8_GROUPS,
+        checks=checks.FP8_GROUPS,
         thunder=">=0.2.5.dev20250824,<0.2.8",
         te=">=2.9,<2.21",
         cause="thunder/executors/transformer_engineex_impl.py _te_fp8_amax_and_scale_update_impl all-reduces "
@@ -156,7 +149,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "for an all-reduce behind the input's gradient too",
         executors=("legacy",),
         signature=signatures.NO_ALLREDUCE_BEHIND_INPUT_GRAD,
-        checks=("ddp-transform-matches-torch-ddp",),
+        checks=(checks.DDP_TRANSFORM,),
         thunder=">=0.2.0.dev20240404,<0.2.4.dev20250608",
         te=">=1.6",
         without_te=True,
@@ -178,7 +171,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "saves: every TE linear raises ValueError in the computation trace",
         executors=("legacy",),
         signature=signatures.LEGACY_UNPACK_AT_TE_LINEAR,
-        checks=_TE_RUNS + _LEGACY_SYNC,
+        checks=checks.TE_RUNS + checks.LEGACY_SYNC,
         thunder=">=0.2.2.dev0,<=0.2.4.dev20250622",
         te=_SEEN_TE29,
         cause="read in the wheels: the trace unpacks te_linear_N's result as (out, saved tensors, ctx) with as many "
@@ -202,7 +195,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "reduce-scatter bucketing looks for a parameter behind the input's gradient too",
         executors=(None,),
         signature=signatures.NO_BUCKET_FOR_THE_INPUT_GRAD,
-        checks=("fsdp-transform-matches-torch-fsdp[zero2-layer]", "fsdp-transform-matches-torch-fsdp[zero3-layer]"),
+        checks=(checks.row(checks.FSDP_TRANSFORM, "zero2-layer"), checks.row(checks.FSDP_TRANSFORM, "zero3-layer")),
         thunder=">=0.2.0.dev20240404,<0.2.4.dev20250608",
         te=">=1.6",
         without_te=True,
@@ -222,7 +215,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "thunder's new default trace split bypasses the function that inserts it",
         executors=("legacy",),
         signature=signatures.NO_BACKWARD_SYNC_AT_ALL,
-        checks=("bwd-sync-placement", "bwd-sync-runs-once"),
+        checks=(checks.BWD_SYNC_PLACEMENT, checks.BWD_SYNC_RUNS_ONCE),
         thunder=">=0.2.4.dev20250608,<=0.2.4.dev20250622",
         te=">=1.6",
         without_te=True,
@@ -243,7 +236,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         summary="under torch.no_grad neither TE executor claims a linear: thunder runs the inference forward in torch",
         executors=("legacy", "functional"),
         signature=signatures.NO_GRAD_LEFT_TO_TORCH,
-        checks=("inference",),
+        checks=(checks.INFERENCE,),
         thunder=">=0.2.0.dev20240609,<0.2.8",
         te=">=1.6,<2.21",
         cause="both executors register TE for prims.linear only (transformer_engineex_impl.py and transformer_engine_v1ex.py "
@@ -260,7 +253,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "eager TE keeps each module's state across DelayedScaling recipes",
         executors=("functional",),
         signature=signatures.STATE_RESTARTS_EACH_STEP,
-        checks=("recipe-change",),
+        checks=(checks.RECIPE_CHANGE,),
         thunder=">=0.2.3,<0.2.8",
         te=">=2.9,<2.21",
         cause="thunder/executors/transformer_engineex_impl.py TERecipeState.__call__ keeps its state only while "
@@ -276,7 +269,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "where eager TE quantizes the fp32 tensors: the FP8 values differ by double rounding",
         executors=("legacy", "functional"),
         signature=signatures.BF16_COPIES_QUANTIZED,
-        checks=("torch-autocast",),
+        checks=(checks.TORCH_AUTOCAST,),
         thunder=">=0.2.3,<0.2.8",
         te=">=2.9,<2.21",
         cause="thunder/transforms/autocast.py _linear_autocast_impl downcasts a, w (and bias) with maybe_downcast_to "
@@ -293,7 +286,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "the backward recomputes it, after the step's update: its FP8 state and gradients part from eager TE's",
         executors=("legacy",),
         signature=signatures.RECOMPUTE_RECORDS_AMAX_AGAIN,
-        checks=("activation-checkpointing",),
+        checks=(checks.ACTIVATION_CHECKPOINTING,),
         thunder=">=0.2.4,<0.2.7",
         te=">=2.9,<2.10",
         cause="seen, not read in source: the legacy executor's te_linear_N is a TELinear module whose forward "
@@ -314,7 +307,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "ranks: each rank's FP8 scales follow its own data",
         executors=("functional",),
         signature=signatures.RANKS_PART_UNREDUCED,
-        checks=("ddp", "ddp-first-step", "ddp-llama"),
+        checks=(checks.DDP, checks.DDP_FIRST_STEP, checks.DDP_LLAMA),
         thunder=">=0.2.3,<=0.2.5.dev20250817",
         te=_SEEN_TE29,
         cause="transformer_engine_v2ex_impl.py (0.2.3, 0.2.4) updates each recipe state from its own amax history; "
@@ -333,7 +326,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "executor's TE linears: the checkpointed region keeps its activations",
         executors=("functional",),
         signature=signatures.CHECKPOINTED_LINEARS_NOT_RECOMPUTED,
-        checks=("activation-checkpointing",),
+        checks=(checks.ACTIVATION_CHECKPOINTING,),
         thunder=">=0.2.3,<=0.2.5.dev20250629",
         te=_SEEN_TE29,
         cause="seen, not read in source: on 0.2.3, 0.2.4 and 0.2.5.dev20250629 (TE 2.9.0) the backward trace of a "
@@ -351,7 +344,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "backward reads a forward tensor (a TE linear's output, an activation's input) that it never computes",
         executors=("functional",),
         signature=signatures.RECOMPUTE_READS_AN_UNBOUND_FORWARD_TENSOR,
-        checks=("activation-checkpointing",),
+        checks=(checks.ACTIVATION_CHECKPOINTING,),
         thunder=">=0.2.3,<=0.2.5.dev20250629",
         te=_SEEN_TE29,
         cause="seen, not read in source: thunder.backward_fn passes te_functional_linear_bwd a quantized forward "
@@ -371,7 +364,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "updates a forward FP8 state the forward already updated that step",
         executors=("functional",),
         signature=signatures.RECOMPUTE_UPDATES_THE_FORWARD_STATE_AGAIN,
-        checks=("activation-checkpointing",),
+        checks=(checks.ACTIVATION_CHECKPOINTING,),
         thunder=">=0.2.5.dev20250706,<=0.2.5.dev20250803",
         te=_SEEN_TE29,
         cause="seen, not read in source: the backward trace of a checkpointed region updates (te_fp8_amax_and_scale_update) "

@@ -116,6 +116,23 @@ def run_ranks(
         for process in started:
             process.join(timeout=10)
 
+    results, failures = _collect(processes, run_dir, still_running)
+    if failures:
+        raise RanksFailed(
+            failures,
+            pids=[p.pid for p in processes if p.pid is not None],
+            header=(
+                f"{len(failures)} of {world_size} ranks failed ({label or qualified_name(fn)}, "
+                f"backend {backend}, harness deadline {timeout:g} s, process-group timeout {pg_timeout:g} s)"
+            ),
+            footer=f"{rerun_line()}\nrank logs: {run_dir}",
+        )
+    return results
+
+
+def _collect(processes: list[Any], run_dir: Path, still_running: dict[int, str]) -> tuple[list[Any], list[RankFailure]]:
+    """Each rank's result, or its failure: hung (``still_running``), raised (its traceback), or ended without a
+    result (its exit code or signal)."""
     results: list[Any] = []
     failures: list[RankFailure] = []
     for rank, process in enumerate(processes):
@@ -129,17 +146,7 @@ def run_ranks(
             failures.append(ended(rank, process.exitcode, run_dir))
         else:
             results.append(payload["ok"])
-    if failures:
-        raise RanksFailed(
-            failures,
-            pids=[p.pid for p in processes if p.pid is not None],
-            header=(
-                f"{len(failures)} of {world_size} ranks failed ({label or qualified_name(fn)}, "
-                f"backend {backend}, harness deadline {timeout:g} s, process-group timeout {pg_timeout:g} s)"
-            ),
-            footer=f"{rerun_line()}\nrank logs: {run_dir}",
-        )
-    return results
+    return results, failures
 
 
 def _supervise(processes: list[Any], run_dir: Path, timeout: float) -> dict[int, str]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from teparity.gate.timeline import describe_phases
-from teparity.launch.forkserver import FORK_SERVER_VARIABLE
+from teparity.launch.fork_client import FORK_SERVER_VARIABLE
 from teparity.tools.served import ready_line, served
 
 MODES = ("fresh", "warm", "forked", "served")
@@ -38,7 +38,7 @@ _STARTUP_LINE = re.compile(r"^teparity (?:rank \d+ start-up|rank preload|fork se
 _PHASE = re.compile(r"([A-Za-z_. ]+?) (\d+(?:\.\d+)?) s(?:,|$)")
 #: ``teparity.launch.forkserver``: a process that connected to the fork server to fork its ranks there.
 _SERVED_LINE = re.compile(r"^teparity fork server: serving pid \d+\b", re.M)
-#: ``teparity.launch.pool._pool_rank_main``: a rank that was a standby of the fork server before a run took it.
+#: ``teparity.launch.rank_pool._pool_rank_main``: a rank that was a standby of the fork server before a run took it.
 _STANDBY_LINE = re.compile(r"^teparity rank: a standby rank of the fork server", re.M)
 #: ``teparity.launch.outcome.task_line``: the function a rank ran and its seconds.
 _TASK_LINE = re.compile(r"^teparity rank task: (\S+) (\d+(?:\.\d+)?) s$", re.M)
@@ -108,64 +108,85 @@ def bench(pytest_args: list[str], workdir: Path, modes: tuple[str, ...] = MODES,
     torch inductor's compiled kernels on disk) serve every timed mode alike, not only those after the first.
     The served mode's fork server keeps ``standby_ranks`` ranks forked ahead, and each served run starts
     once they are ready (``served_fork_server.standby_waits_s``: the seconds waited for them before each)."""
-    from teparity.tools.killmatrix import run_gate
-
-    standby_waits: dict[str, float] = {}
     with served(OWNER, workdir / "served-forkserver", wait=True, standby_ranks=standby_ranks) if "served" in modes else nullcontext() as server:
         if server is not None:
             progress(f"served: {ready_line(server, standby_ranks)}")
-
-        def gate(mode: str, name: str) -> Any:
-            ranks = "forked" if mode == "served" else mode
-            return run_gate(pytest_args, workdir, None, [f"--teparity-ranks={ranks}"], name=name,
-                            env=server.env if mode == "served" and server else _without_server())
-
-        def ready(mode: str, name: str) -> None:
-            """Before a served run, untimed: its standby ranks ready (a run before it took some)."""
-            if mode == "served" and server is not None and standby_ranks:
-                standby_waits[name] = server.wait_for_standby()
-
+        modes_run = _ModeRuns(pytest_args, workdir, server, standby_ranks, progress)
         if warmup:
-            ready(modes[-1], "warmup")
-            start = time.monotonic()
-            run = gate(modes[-1], "warmup")
-            progress(f"warm-up ({modes[-1]}, not timed): {time.monotonic() - start:.1f} s, exit {run.returncode}")
-        runs: dict[str, dict[str, Any]] = {}
-        for mode in modes:
-            ready(mode, mode)
-            start = time.monotonic()
-            run = gate(mode, mode)
-            elapsed = time.monotonic() - start
-            started = startup(workdir / mode)
-            runs[mode] = {"seconds": elapsed, "exitstatus": run.returncode, "report": run.report, "startup": started,
-                          "launch": run.report.get("environment", {}).get("launch")}
-            phases = ", ".join(f"{name} {value:.0f} s" for name, value in started["seconds"].items())
-            progress(f"{mode}: {elapsed:.1f} s, exit {run.returncode}, {len(verdicts(run.report))} tests reported; "
-                     f"{started['processes']} rank processes and {started['fork_servers']} fork servers started "
-                     f"({started['fork_server_clients']} processes forked ranks from them; {started['standby']} of the ranks "
-                     f"were standbys), {started['total_s']:.0f} s of their start-up ({phases}), {started['tasks_s']:.0f} s of "
-                     f"their runs; {phases_line(run.report)}")
+            modes_run.warm_up(modes[-1])
+        runs = {mode: modes_run.timed(mode) for mode in modes}
         standby = server.standby_status() if server is not None and standby_ranks else None
+        served_server = {"pid": server.pid, "ready_s": server.ready_s, "standby_ranks": standby_ranks,
+                         "standby_ready_s": server.standby_ready_s, "standby_waits_s": modes_run.standby_waits,
+                         "standby_status": standby} if server else None
+    result = _result(runs, modes, served_server, pytest_args, warmup)
+    (workdir / "bench.json").write_text(json.dumps(result, indent=2) + "\n")
+    return result, result["identical"]
+
+
+class _ModeRuns:
+    """The gate once per launch mode, each a pytest run of its own (``served``: forked ranks from the bench's
+    fork server, its standby ranks ready before each run, untimed)."""
+
+    def __init__(self, pytest_args: list[str], workdir: Path, server: Any, standby_ranks: int,
+                 progress: Callable[[str], None]) -> None:
+        self.pytest_args, self.workdir, self.server, self.standby_ranks = pytest_args, workdir, server, standby_ranks
+        self.progress = progress
+        self.standby_waits: dict[str, float] = {}
+
+    def ready(self, mode: str, name: str) -> None:
+        """Before a served run, untimed: its standby ranks ready (a run before it took some)."""
+        if mode == "served" and self.server is not None and self.standby_ranks:
+            self.standby_waits[name] = self.server.wait_for_standby()
+
+    def run(self, mode: str, name: str) -> Any:
+        from teparity.tools.gate_runs import run_gate
+
+        ranks = "forked" if mode == "served" else mode
+        env = self.server.env if mode == "served" and self.server else _without_server()
+        return run_gate(self.pytest_args, self.workdir, None, [f"--teparity-ranks={ranks}"], name=name, env=env)
+
+    def warm_up(self, mode: str) -> None:
+        self.ready(mode, "warmup")
+        start = time.monotonic()
+        run = self.run(mode, "warmup")
+        self.progress(f"warm-up ({mode}, not timed): {time.monotonic() - start:.1f} s, exit {run.returncode}")
+
+    def timed(self, mode: str) -> dict[str, Any]:
+        self.ready(mode, mode)
+        start = time.monotonic()
+        run = self.run(mode, mode)
+        elapsed = time.monotonic() - start
+        started = startup(self.workdir / mode)
+        phases = ", ".join(f"{name} {value:.0f} s" for name, value in started["seconds"].items())
+        self.progress(f"{mode}: {elapsed:.1f} s, exit {run.returncode}, {len(verdicts(run.report))} tests reported; "
+                      f"{started['processes']} rank processes and {started['fork_servers']} fork servers started "
+                      f"({started['fork_server_clients']} processes forked ranks from them; {started['standby']} of the ranks "
+                      f"were standbys), {started['total_s']:.0f} s of their start-up ({phases}), {started['tasks_s']:.0f} s of "
+                      f"their runs; {phases_line(run.report)}")
+        return {"seconds": elapsed, "exitstatus": run.returncode, "report": run.report, "startup": started,
+                "launch": run.report.get("environment", {}).get("launch")}
+
+
+def _result(runs: dict[str, dict[str, Any]], modes: tuple[str, ...], served_server: dict[str, Any] | None,
+            pytest_args: list[str], warmup: bool) -> dict[str, Any]:
+    """bench.json's content: each mode's seconds and speed-up over the first, whether every verdict and evidence
+    line is identical, and where each mode's start-up went."""
     differing = differing_tests(*(run["report"] for run in runs.values()))
     first = verdicts(runs[modes[0]]["report"])
-    identical = bool(first) and not differing and len({run["exitstatus"] for run in runs.values()}) == 1
     slowest = runs[modes[0]]["seconds"]
-    result = {
+    return {
         "seconds": {mode: round(run["seconds"], 1) for mode, run in runs.items()},
         "speedup": {mode: round(slowest / run["seconds"], 2) for mode, run in runs.items()},
-        "identical": identical,
+        "identical": bool(first) and not differing and len({run["exitstatus"] for run in runs.values()}) == 1,
         "differing_tests": differing,
         "exitstatus": {mode: run["exitstatus"] for mode, run in runs.items()},
         "tests": len(first),
         "startup": {mode: run["startup"] for mode, run in runs.items()},
         "launch": {mode: run["launch"] for mode, run in runs.items()},
         "phases": {mode: report_phases(run["report"]) for mode, run in runs.items()},
-        "served_fork_server": {"pid": server.pid, "ready_s": server.ready_s, "standby_ranks": standby_ranks,
-                               "standby_ready_s": server.standby_ready_s, "standby_waits_s": standby_waits,
-                               "standby_status": standby} if server else None,
+        "served_fork_server": served_server,
         "pytest_args": pytest_args,
         "warmup": warmup,
         "environment": runs[modes[-1]]["report"].get("environment", {}),
     }
-    (workdir / "bench.json").write_text(json.dumps(result, indent=2) + "\n")
-    return result, identical

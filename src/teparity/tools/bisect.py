@@ -25,7 +25,7 @@ from packaging.version import InvalidVersion, Version
 from teparity.gate.report import NO_EXECUTOR
 from teparity.stack import reasons
 from teparity.stack.environment import Environment
-from teparity.tools.killmatrix import GateRun, run_gate
+from teparity.tools.gate_runs import GateRun, run_gate
 
 Verdict = Literal["good", "bad", "skip"]
 PACKAGES = ("lightning-thunder", "transformer-engine")

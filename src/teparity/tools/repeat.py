@@ -51,7 +51,7 @@ def repeat(count: int, pytest_args: list[str], workdir: Path, progress: Callable
     """Run the gate until ``count`` runs are done (``resume``: counting those of the repeat in ``workdir``),
     or until the next would end past ``deadline_s`` seconds from now; return repeat.json's content and
     whether every run agreed. The shared fork server keeps ``standby_ranks`` ranks forked ahead."""
-    from teparity.tools.killmatrix import run_gate
+    from teparity.tools.gate_runs import run_gate
 
     runs, parts = _resumed(count, pytest_args, workdir) if resume else ([], [])
     part = {"part": len(parts) + 1, "runs": [], "host": socket.gethostname(),

@@ -3,7 +3,7 @@
 
 A run's controller takes the server named in its environment where it fits the run: the same preload,
 the same environment, and none of its imported files changed since it imported them
-(``teparity.launch.pool.fork_server_for_run``); else it starts its own and its header says why. The server
+(``teparity.launch.fork_choice.fork_server_for_run``); else it starts its own and its header says why. The server
 lives as long as the command and dies with it, and its ranks with it, as a run's own does with the run.
 
 The server keeps standby ranks (``teparity.launch.forkserver.Standby``): forked ahead, each having run the
@@ -25,8 +25,9 @@ from typing import Any
 from teparity.gate.ranks import FORK_PRELOAD
 from teparity.inrank.task import preload, warm_up
 from teparity.launch import rank_env
-from teparity.launch.forkserver import FORK_SERVER_VARIABLE, ForkServerClient, Standby, StartedServer, start_server
+from teparity.launch.fork_client import FORK_SERVER_VARIABLE, ForkServerClient, StartedServer, start_server
 from teparity.launch.outcome import qualified_name
+from teparity.launch.standby import Standby
 
 #: How long a command waits for the standby ranks' warm-up before a timed run (they are ready in seconds).
 STANDBY_DEADLINE_S = 300.0

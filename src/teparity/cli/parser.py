@@ -1,0 +1,130 @@
+"""The options of ``python -m teparity``'s commands; what follows the first ``--`` is pytest's (or, for
+``serve``, the command to run)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from teparity.gate.ranges import AXES
+from teparity.option_types import positive, whole_number
+from teparity.tools.bench import MODES
+from teparity.tools.bisect import PACKAGES, valid_version
+
+DESCRIPTION = """The commands around the teparity gate: doctor (what this machine can run, and why not), matrix (parity
+reports merged into a markdown compatibility table), kill-matrix (the gate clean and under each applicable
+mutation), known-defects (the registry as markdown), bench (the gate with fresh, warm, forked and served ranks:
+wall times, ratios, identical verdicts), repeat (the gate N times: every verdict or number that changed), serve (a
+command whose pytest runs fork their ranks from one fork server), bisect (the first thunder build or TE release
+between a good and a bad one whose verdict changes) and durations (the expected test durations that order a run
+under -n, from parity reports' timelines)."""
+#: The commands that take arguments after ``--``.
+TAKE_DASHES = ("bench", "repeat", "bisect", "serve")
+_not_negative = whole_number(0, "must be 0 or more, got {}")
+_at_least_two = whole_number(2, "a repeat needs at least 2 runs, got {}")
+
+
+def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The parser and each command's own (its ``error`` is that command's usage error)."""
+    top = argparse.ArgumentParser(prog="python -m teparity", description=DESCRIPTION)
+    commands = top.add_subparsers(dest="command", required=True)
+    commands.add_parser("doctor", help="what this machine can run, tier by tier, and why not")
+    commands.add_parser("known-defects", help="the known upstream defects registry as markdown")
+    own = {"matrix": _matrix(commands), "durations": _durations(commands), "kill-matrix": _kill_matrix(commands),
+           "bench": _bench(commands), "repeat": _repeat(commands), "serve": _serve(commands), "bisect": _bisect(commands)}
+    return top, own
+
+
+def _matrix(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    merge = commands.add_parser("matrix", help="merge parity reports into a markdown compatibility table")
+    merge.add_argument("reports", nargs="+", type=Path, metavar="REPORT.json")
+    merge.add_argument("-o", "--output", type=Path, help="write the table here instead of stdout")
+    merge.add_argument("--along", choices=AXES, default="te",
+                       help="the version that varies along a row of identical verdicts (default te; thunder for one TE)")
+    return merge
+
+
+def _durations(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    expect = commands.add_parser("durations", help="expected test durations (the longest-first order under -n) from "
+                                 "parity reports' timelines")
+    expect.add_argument("reports", nargs="+", type=Path, metavar="REPORT.json")
+    expect.add_argument("-o", "--output", type=Path, help="write the JSON here (teparity/gate/durations.json) instead of stdout")
+    return expect
+
+
+def _kill_matrix(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    kills = commands.add_parser("kill-matrix", help="run the gate clean and under every applicable mutation")
+    kills.add_argument("paths", nargs="*", default=["tests/trace", "tests/numerics", "tests/features", "tests/ddp", "tests/fsdp"])
+    kills.add_argument("--workdir", type=Path, help="reports and pytest temp dirs (default: a new temp dir)")
+    kills.add_argument("--pytest-args", default="", help='extra pytest arguments, e.g. "-n 2"')
+    kills.add_argument("--jobs", type=int, default=1, help="mutants run at a time, after the clean run (default 1)")
+    kills.add_argument("--first-kill", action="store_true",
+                       help="stop each mutant's run at its first failure (--maxfail=1): names one killer, not all")
+    return kills
+
+
+def _bench(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    timing = commands.add_parser("bench", usage="%(prog)s [options] -- PYTEST ARGS",
+                                 help="the gate with fresh, warm, forked and served ranks: wall times, ratios, identical verdicts")
+    timing.add_argument("--workdir", type=Path, help="bench.json, every report and log (default: a new temp dir)")
+    timing.add_argument("--modes", type=_modes, default=MODES, metavar="M,M",
+                        help=f"the launch modes to compare, in this order (default {','.join(MODES)})")
+    timing.add_argument("--no-warmup", dest="warmup", action="store_false",
+                        help="time the first mode cold: no untimed run first to fill the caches that outlive a run")
+    _standby_option(timing, "the served mode's fork server")
+    return timing
+
+
+def _repeat(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    again = commands.add_parser("repeat", usage="%(prog)s [options] N -- PYTEST ARGS",
+                                help="the gate N times in a row: every test whose verdict or evidence changed")
+    again.add_argument("count", type=_at_least_two, metavar="N", help="how many runs (N >= 2)")
+    again.add_argument("--workdir", type=Path, help="repeat.json, every report and log (default: a new temp dir)")
+    again.add_argument("--server-per-run", action="store_true",
+                       help="each run starts its own fork server, as a lone run does (default: one serves every run)")
+    again.add_argument("--deadline-s", type=positive(float), metavar="S",
+                       help="start no run that would end more than S seconds from now (the longest run so far is the "
+                       "guess); --resume continues")
+    again.add_argument("--resume", action="store_true",
+                       help="continue the repeat in --workdir up to N runs, judging the new runs with its earlier ones")
+    _standby_option(again, "the fork server of the runs")
+    return again
+
+
+def _serve(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    serving = commands.add_parser("serve", usage="%(prog)s [options] -- COMMAND [ARGS]",
+                                  help="run COMMAND (a shell, a script) with one fork server for every pytest run it starts")
+    serving.add_argument("--workdir", type=Path, help="the fork server's socket and log (default: a new temp dir)")
+    _standby_option(serving, "the fork server")
+    return serving
+
+
+def _bisect(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    bisecting = commands.add_parser("bisect", usage="%(prog)s [options] --good BUILD --bad BUILD -- PYTEST ARGS",
+                                    help="the first build between a good and a bad one whose gate verdict changes")
+    bisecting.add_argument("--package", choices=PACKAGES, default="lightning-thunder")
+    bisecting.add_argument("--good", required=True, type=valid_version, help="a build that passes the tests")
+    bisecting.add_argument("--bad", required=True, type=valid_version,
+                           help="a build that fails them (older than --good: find the fix)")
+    bisecting.add_argument("--wheels", type=Path, help="candidates from this folder of wheels instead of the index")
+    bisecting.add_argument("--workdir", type=Path,
+                           help="bisect.json, bisect.txt, builds/, each step's report and log (default: a new temp dir)")
+    bisecting.add_argument("--entry", metavar="ID", help="judge each build by this known defect alone (bad: it shows, in "
+                           "its range or as a near miss; good: its tests pass; another failure: skip); run without --runxfail")
+    return bisecting
+
+
+def _standby_option(parser: argparse.ArgumentParser, server: str) -> None:
+    from teparity.tools.served import default_standby_ranks
+
+    parser.add_argument("--standby-ranks", type=_not_negative, default=default_standby_ranks(), metavar="N",
+                        help=f"ranks {server} keeps forked ahead, each having imported thunder, initialised CUDA and "
+                        f"run TE's first FP8 steps before a run takes it (default: two per core, at most 32: "
+                        f"{default_standby_ranks()}; 0: none)")
+
+
+def _modes(text: str) -> tuple[str, ...]:
+    modes = tuple(text.split(","))
+    if any(mode not in MODES for mode in modes) or len(set(modes)) != len(modes):
+        raise argparse.ArgumentTypeError(f"distinct names from {', '.join(MODES)}, comma-separated; got {text!r}")
+    return modes
