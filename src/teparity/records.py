@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import traceback
+from collections.abc import Callable
 from typing import Any, Literal
 
 from teparity.stack.executors import ExecutorKind
@@ -48,6 +49,15 @@ class Case:
         return f"{sizes}/{bias}/{self.activation or 'linear-only'}/in{shape}/{self.dtype}"
 
 
+_SAYS = "says"
+
+
+def _feature(default: Any, says: Callable[[Any], str | None]) -> Any:
+    """A field of the thunder side's program variant, with what it says in a message where it is not plain
+    training under ``thunder.jit`` (None: nothing to say)."""
+    return dataclasses.field(default=default, metadata={_SAYS: says})
+
+
 @dataclasses.dataclass(frozen=True)
 class PairSpec:
     """What both sides of a parity pair run: eager TE (``run_eager``) and thunder + ``executor``
@@ -70,36 +80,25 @@ class PairSpec:
     fsdp_bucketing: str | None = None
     #: The thunder side's layers before the last linear under ``torch.utils.checkpoint`` (non-reentrant);
     #: eager TE runs the model without it, the numbers checkpointing must not change.
-    checkpoint: bool = False
+    checkpoint: bool = _feature(False, lambda on: "activation checkpointing of every layer but the last" if on else None)
     #: How the thunder side is compiled: "jit" (``thunder.jit``) or "thunderfx" (``thunder.dynamo.thunderfx``:
     #: torch.compile with thunder as its backend).
-    compile_path: str = "jit"
+    compile_path: str = _feature("jit", lambda path: f"compiled with {path}" if path != "jit" else None)
     #: Recipe ids used in turn, one per step (cycled); empty: ``recipe_id`` at every step. Each id's
     #: recipe object is built once per side, so a later step goes back to the same object.
-    recipe_ids_by_step: tuple[str, ...] = ()
+    recipe_ids_by_step: tuple[str, ...] = _feature((), lambda ids: f"recipes in turn by step {list(ids)}" if ids else None)
     #: A new recipe object (equal settings) at every step, as a loop that builds its recipe inline does.
-    new_recipe_each_step: bool = False
+    new_recipe_each_step: bool = _feature(False, lambda on: "a new recipe object each step" if on else None)
     #: False: forward passes under ``torch.no_grad`` only (inference), no backward and no optimizer step.
-    train: bool = True
+    train: bool = _feature(True, lambda on: None if on else "no-grad forward passes only")
     #: ``torch.autocast`` around the forward with this dtype ("bfloat16"), on both sides.
-    torch_autocast: str | None = None
+    torch_autocast: str | None = _feature(None, lambda dtype: f"torch.autocast({dtype})" if dtype else None)
 
     def variant(self) -> str:
-        """The program variant in words ("" for plain training under thunder.jit), for messages."""
-        said = []
-        if self.checkpoint:
-            said.append("activation checkpointing of every layer but the last")
-        if self.compile_path != "jit":
-            said.append(f"compiled with {self.compile_path}")
-        if self.recipe_ids_by_step:
-            said.append(f"recipes in turn by step {list(self.recipe_ids_by_step)}")
-        if self.new_recipe_each_step:
-            said.append("a new recipe object each step")
-        if not self.train:
-            said.append("no-grad forward passes only")
-        if self.torch_autocast:
-            said.append(f"torch.autocast({self.torch_autocast})")
-        return ", ".join(said)
+        """The program variant in words ("" for plain training under thunder.jit), for messages: each feature
+        field's own words (``_feature``), in field order."""
+        said = [words(getattr(self, field.name)) for field in dataclasses.fields(self) if (words := field.metadata.get(_SAYS))]
+        return ", ".join(text for text in said if text)
 
     def recipe_id_at(self, step: int) -> str:
         return self.recipe_ids_by_step[step % len(self.recipe_ids_by_step)] if self.recipe_ids_by_step else self.recipe_id

@@ -15,7 +15,9 @@ each other's state (docs/facts.md); between runs, fresh processes or the reset o
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from teparity.inrank import fp8state
@@ -135,70 +137,105 @@ def _run_case_or_record(
     return run
 
 
+@dataclasses.dataclass
+class _Program:
+    """One side's program, ready to train: the model, the parameters its optimizer steps (and whose gradients
+    are compared), its FP8 autocast for a recipe, and its context for a micro-batch without the gradient
+    all-reduce."""
+
+    model: Any
+    parameters: dict[str, Any]
+    fp8: Callable[[Any], Any]
+    no_sync: Callable[[], Any]
+
+
+def _eager_program(plain: Any, spec: PairSpec, group: Any) -> _Program:
+    """Eager TE: the model's ``te.Linear`` twin, under torch DDP where the spec asks."""
+    import torch
+
+    from teparity.inrank import models
+
+    model: Any = models.te_twin(plain)
+    if spec.ddp:
+        device_ids = [torch.cuda.current_device()] if torch.distributed.get_backend() == "nccl" else None
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
+    parameters = dict(getattr(model, "module", model).named_parameters())
+    no_sync = model.no_sync if spec.ddp else contextlib.nullcontext
+    return _Program(model, parameters, lambda recipe: te_autocast(recipe, group), no_sync)
+
+
+def _thunder_program(plain: Any, spec: PairSpec, group: Any, info: ExecutorInfo, first_recipe: Any) -> _Program:
+    """thunder + the executor, compiled by the spec's path (under thunder's DDP where the spec asks)."""
+    from teparity.inrank import models
+
+    program = models.CheckpointedMLP(*plain) if spec.checkpoint else plain
+    model = _compile(program, jit_options(info, first_recipe), spec)
+    if spec.compile_path == "thunderfx":
+        parameters = dict(plain.named_parameters())  # torch.compile trains the module's own parameters
+    else:
+        parameters = {name: model.get_parameter(name) for name, _ in plain.named_parameters()}
+    # The legacy executor wraps its forward in fp8_autocast itself (with no group); the functional one reads the
+    # recipe (and group) from the caller's autocast.
+    fp8 = (lambda recipe: contextlib.nullcontext()) if spec.executor == "legacy" else (lambda recipe: te_autocast(recipe, group))
+    return _Program(model, parameters, fp8, _thunder_no_sync if spec.ddp else contextlib.nullcontext)
+
+
 def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -> None:
     """Fill ``run`` step by step; the thunder side's traces as soon as the first backward has run."""
     import torch
 
     from teparity.inrank import models
 
-    case = run.case
-    device = _device()
-    plain = _model(case, device)
+    plain = _model(run.case, _device())
     run.linear_names = models.linear_names(plain)
     info = find_te_executors()[spec.executor]
     recipe_at = _recipe_schedule(spec)
     if side == "eager":
-        model: Any = models.te_twin(plain)
-        if spec.ddp:
-            device_ids = [torch.cuda.current_device()] if torch.distributed.get_backend() == "nccl" else None
-            model = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
-        parameters = dict(getattr(model, "module", model).named_parameters())
-        fp8 = lambda recipe: te_autocast(recipe, group)
-        no_sync = model.no_sync if spec.ddp else contextlib.nullcontext
+        program = _eager_program(plain, spec, group)
     else:
-        program = models.CheckpointedMLP(*plain) if spec.checkpoint else plain
-        model = _compile(program, jit_options(info, recipe_at(0)), spec)
-        if spec.compile_path == "thunderfx":
-            parameters = dict(plain.named_parameters())  # torch.compile trains the module's own parameters
-        else:
-            parameters = {name: model.get_parameter(name) for name, _ in plain.named_parameters()}
-        # The legacy executor wraps its forward in fp8_autocast itself (with no group); the functional
-        # one reads the recipe (and group) from the caller's autocast.
-        fp8 = (lambda recipe: contextlib.nullcontext()) if spec.executor == "legacy" else (lambda recipe: te_autocast(recipe, group))
-        no_sync = _thunder_no_sync if spec.ddp else contextlib.nullcontext
-
-    optimizer = torch.optim.SGD(list(parameters.values()), lr=spec.lr)
+        program = _thunder_program(plain, spec, group, info, recipe_at(0))
+    optimizer = torch.optim.SGD(list(program.parameters.values()), lr=spec.lr)
     # Both sides alike: where thunder's DDP transform cannot take it, no input requires grad.
     input_grad = spec.train and not (spec.ddp and no_input_grad_under_ddp(installed_version("lightning-thunder")))
-    steps = run.steps
     with record_fp8_syncs(None) as syncs:
         for step in range(spec.steps):
-            recipe = recipe_at(step)
-            before = syncs.backward_calls()
-            outputs, input_grads = [], []
-            for micro in range(spec.micro_batches):
-                last = micro == spec.micro_batches - 1
-                x = _input(case, step=step, micro=micro, rank=rank, device=device, requires_grad=input_grad)
-                with contextlib.nullcontext() if last else no_sync(), torch.set_grad_enabled(spec.train):
-                    with _torch_autocast(spec), fp8(recipe):
-                        y = model(x)
-                    if spec.train:
-                        y.backward(_grad_output(case, step=step, micro=micro, rank=rank, device=device).to(y.dtype))
-                outputs.append(y.detach().float().cpu())
-                input_grads.append(None if x.grad is None else x.grad.detach().float().cpu())
-            torch.cuda.synchronize()
-            grads = {n: p.grad.detach().float().cpu().clone() for n, p in parameters.items() if p.grad is not None}
-            if side == "eager":
-                state = fp8state.eager_snapshot(model)
-            else:
-                state = _thunder_snapshot(run, model, rank, info, recipe, spec)
-            if not spec.train:  # no backward ran: only the forward roles hold state
-                state = fp8state.forward_roles(state)
-            steps.append(StepRecord(outputs, input_grads, grads, state, syncs.backward_calls() - before))
+            recipe, before = recipe_at(step), syncs.backward_calls()
+            outputs, input_grads = _micro_batches(spec, run.case, program, recipe, step, rank, input_grad)
+            grads = {n: p.grad.detach().float().cpu().clone() for n, p in program.parameters.items() if p.grad is not None}
+            state = _step_state(side, run, program.model, rank, info, recipe, spec)
+            run.steps.append(StepRecord(outputs, input_grads, grads, state, syncs.backward_calls() - before))
             if spec.train:
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
     run.sync_mode = syncs.mode
+
+
+def _micro_batches(spec: PairSpec, case: Case, program: _Program, recipe: Any, step: int, rank: int,
+                   input_grad: bool) -> tuple[list[Any], list[Any]]:
+    """One step's forward (and backward) passes: the outputs and input gradients of each micro-batch, all but the
+    last without the gradient all-reduce."""
+    import torch
+
+    device = _device()
+    outputs, input_grads = [], []
+    for micro in range(spec.micro_batches):
+        last = micro == spec.micro_batches - 1
+        x = _input(case, step=step, micro=micro, rank=rank, device=device, requires_grad=input_grad)
+        with contextlib.nullcontext() if last else program.no_sync(), torch.set_grad_enabled(spec.train):
+            with _torch_autocast(spec), program.fp8(recipe):
+                y = program.model(x)
+            if spec.train:
+                y.backward(_grad_output(case, step=step, micro=micro, rank=rank, device=device).to(y.dtype))
+        outputs.append(y.detach().float().cpu())
+        input_grads.append(None if x.grad is None else x.grad.detach().float().cpu())
+    torch.cuda.synchronize()
+    return outputs, input_grads
+
+
+def _step_state(side: Side, run: CaseRun, model: Any, rank: int, info: ExecutorInfo, recipe: Any, spec: PairSpec) -> Snapshot:
+    """The FP8 state after a step (no backward ran in inference: only the forward roles hold state)."""
+    state = fp8state.eager_snapshot(model) if side == "eager" else _thunder_snapshot(run, model, rank, info, recipe, spec)
+    return state if spec.train else fp8state.forward_roles(state)
 
 
 def _model(case: Case, device: str) -> Any:

@@ -10,26 +10,31 @@ from typing import Any
 
 from teparity.judge.failures import (
     PartedFromEager,
+    PartedFromEagerEvidence,
     RaisedOnTheRanks,
+    RaisedOnTheRanksEvidence,
     ReducedOutsideTheGroup,
+    ReducedOutsideTheGroupEvidence,
     SilentFallback,
+    SilentFallbackEvidence,
     SyncCountWrong,
     ThunderRunRaised,
     TraceInvariantBroken,
+    TraceInvariantBrokenEvidence,
 )
 from teparity.known.defect import Signature
 from teparity.launch.outcome import RanksFailed
 from teparity.stack.environment import Environment
 
 
-def _legacy_module_lost_te(evidence: dict[str, Any], env: Environment) -> bool:
+def _legacy_module_lost_te(evidence: SilentFallbackEvidence, env: Environment) -> bool:
     """No linear held, and the legacy executor module's TE import names CPUOffloadEnabled: its checker declines
     every linear, for the legacy executor and for the functional one of the builds that borrow it."""
     failed = env.executors["legacy"].te_imports_failed or ""
     return evidence["claimed"] == 0 and "CPUOffloadEnabled" in failed
 
 
-def _fp8_state_per_cache_entry(evidence: dict[str, Any], env: Environment) -> bool:
+def _fp8_state_per_cache_entry(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
     micro = evidence["micro_batches"]
     entries = [n for by_case in (evidence["cache_entries"] or {}).values() for n in by_case.values()]
     forwards = evidence["forwards_recorded"] or {}
@@ -47,7 +52,7 @@ def _fp8_state_per_cache_entry(evidence: dict[str, Any], env: Environment) -> bo
 _NO_FP32_BIAS_ALGO = "Unable to find suitable cuBLAS GEMM algorithm"
 
 
-def _fp32_bias_gemm(evidence: dict[str, Any], env: Environment) -> bool:
+def _fp32_bias_gemm(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
     errors = evidence["case_errors"]
     return (
         evidence["numeric_differences"] == 0
@@ -59,11 +64,11 @@ def _fp32_bias_gemm(evidence: dict[str, Any], env: Environment) -> bool:
     )
 
 
-def _group_ignored(evidence: dict[str, Any], env: Environment) -> bool:
+def _group_ignored(evidence: ReducedOutsideTheGroupEvidence, env: Environment) -> bool:
     return evidence["thunder_equal_across_world"] and not env.executors[evidence["executor"]].honors_fp8_group
 
 
-def _no_allreduce_behind_input_grad(evidence: dict[str, Any], env: Environment) -> bool:
+def _no_allreduce_behind_input_grad(evidence: RaisedOnTheRanksEvidence, env: Environment) -> bool:
     errors = evidence["errors"]
     return len(errors) == evidence["world_size"] and all(
         e["type"] == "builtins.ValueError"
@@ -108,7 +113,7 @@ def _legacy_unpack_at_te_linear(evidence: dict[str, Any], env: Environment) -> b
     return bool(tracebacks) and all(_UNPACK_AT_TE_LINEAR.search(text) for text in tracebacks)
 
 
-def _no_bucket_for_the_input_grad(evidence: dict[str, Any], env: Environment) -> bool:
+def _no_bucket_for_the_input_grad(evidence: RaisedOnTheRanksEvidence, env: Environment) -> bool:
     errors = evidence["errors"]
     return len(errors) == evidence["world_size"] and all(
         e["type"] == "builtins.RuntimeError" and e["message"].startswith("Invalid index=0, ")
@@ -117,11 +122,11 @@ def _no_bucket_for_the_input_grad(evidence: dict[str, Any], env: Environment) ->
     )
 
 
-def _no_grad_left_to_torch(evidence: dict[str, Any], env: Environment) -> bool:
+def _no_grad_left_to_torch(evidence: SilentFallbackEvidence, env: Environment) -> bool:
     return evidence["claimed"] == 0 and not env.executors[evidence["executor"]].te_imports_failed
 
 
-def _state_restarts_each_step(evidence: dict[str, Any], env: Environment) -> bool:
+def _state_restarts_each_step(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
     by_step = evidence["forwards_by_step"] or {}
     thunder, eager = by_step.get("thunder") or [], by_step.get("eager") or []
     first = evidence["first_difference"]
@@ -133,7 +138,7 @@ def _state_restarts_each_step(evidence: dict[str, Any], env: Environment) -> boo
     )
 
 
-def _bf16_copies_quantized(evidence: dict[str, Any], env: Environment) -> bool:
+def _bf16_copies_quantized(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
     """Linear "0" (fed the fp32 input): thunder's step-0 input and weight amaxes are eager TE's rounded
     to bfloat16, and at least one of them differs from eager's."""
     import torch
@@ -151,7 +156,7 @@ def _bf16_copies_quantized(evidence: dict[str, Any], env: Environment) -> bool:
     )
 
 
-def _recompute_records_amax_again(evidence: dict[str, Any], env: Environment) -> bool:
+def _recompute_records_amax_again(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
     """Under checkpointing: after step 0, thunder's first (recomputed) linear holds an input amax in the
     history row that the step's update zeroed, where eager TE's row is zero."""
     pending = evidence.get("first_pending_amaxes") or {}
@@ -163,7 +168,7 @@ def _recompute_records_amax_again(evidence: dict[str, Any], env: Environment) ->
     )
 
 
-def _ranks_part_unreduced(evidence: dict[str, Any], env: Environment) -> bool:
+def _ranks_part_unreduced(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
     """No case raised and the ranks' thunder FP8 states differ: nothing reduced the amaxes across ranks."""
     return not evidence["case_errors"] and evidence.get("ranks_parted", 0) > 0
 
@@ -171,7 +176,7 @@ def _ranks_part_unreduced(evidence: dict[str, Any], env: Environment) -> bool:
 _NOTHING_RECOMPUTED = re.compile(r"\b0 forward TE linears recomputed \(at \[\]\)")
 
 
-def _checkpointed_linears_not_recomputed(evidence: dict[str, Any], env: Environment) -> bool:
+def _checkpointed_linears_not_recomputed(evidence: TraceInvariantBrokenEvidence, env: Environment) -> bool:
     violations = evidence["violations"]
     return bool(violations) and all(
         v["invariant"] == "recomputed-te-linears" and _NOTHING_RECOMPUTED.search(v["message"]) for v in violations
@@ -183,7 +188,7 @@ _STATE_UPDATED_IN_FORWARD_AND_BACKWARD = re.compile(
     r"'get_te_fp8_state_\d+': \['rank \d+ forward trace #\d+', 'rank \d+ backward trace #\d+'\]")
 
 
-def _recompute_updates_the_forward_state_again(evidence: dict[str, Any], env: Environment) -> bool:
+def _recompute_updates_the_forward_state_again(evidence: TraceInvariantBrokenEvidence, env: Environment) -> bool:
     violations = evidence["violations"]
     return bool(violations) and all(
         v["invariant"] == "one-update-per-fp8-state"
@@ -192,7 +197,7 @@ def _recompute_updates_the_forward_state_again(evidence: dict[str, Any], env: En
     )
 
 
-def _recompute_reads_an_unbound_forward_tensor(evidence: dict[str, Any], env: Environment) -> bool:
+def _recompute_reads_an_unbound_forward_tensor(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
     errors = evidence["case_errors"]
     return (
         "compiled with thunderfx" in evidence["variant"] and "activation checkpointing" in evidence["variant"]
