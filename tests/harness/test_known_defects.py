@@ -328,6 +328,23 @@ UNBOUND_GELU = ("UnboundLocalError: cannot access local variable 't69' where it 
                 "  File \"thunder.backward_fn_30\", line 67, in backward_fn\n"
                 "    t157 = torch.mul(t69, t118)  # t157: \"cuda:0 f32[2, 8, 32]\"")
 
+#: thunder 0.2.0.dev20240728 on torch 2.11 (docs/results/h200-te1.8.0-4306794, th0.2.0.dev20240728.log).
+SDPA_PARAMS = ("TypeError: __init__(): incompatible constructor arguments. The following argument types are supported:\n"
+               "  File \"SITE/thunder/executors/sdpaex.py\", line 662, in _fused_sdp_choice\n"
+               "    sdp_params = SDPAParams(fake_query, fake_key, fake_value, fake_attn_mask, dropout_p, is_causal)\n"
+               "TypeError: __init__(): incompatible constructor arguments. The following argument types are supported:\n"
+               "    1. torch._C._SDPAParams(arg0: torch.Tensor, arg1: torch.Tensor, arg2: torch.Tensor, arg3: torch.Tensor | None, "
+               "arg4: typing.SupportsFloat, arg5: bool, arg6: bool)\n")
+#: thunder 0.2.0.dev20240901's ranks (docs/results/h200-te1.8.0-4306794, th0.2.0.dev20240901.log).
+CAT_SEGFAULT = ("Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f4a0ecc5300 (most recent call first):\n"
+                "  File \"SITE/thunder/core/transform_common.py\", line 395 in process_bound_symbols\n"
+                "  File \"SITE/thunder/core/transform_common.py\", line 400 in order_proxies\n"
+                "  File \"SITE/thunder/executors/utils.py\", line 78 in __init__\n"
+                "  File \"SITE/thunder/executors/torch_compile.py\", line 184 in fusion_pass\n")
+CHECKPOINT_JIT = "activation checkpointing of every layer but the last"
+CHECKPOINT_IDX = ("thunder.core.interpreter.InterpreterError: Encountered exception TypeError: SequenceWrapperMethods.__getitem__() "
+                  "missing 1 required positional argument: 'idx'")
+
 
 def _broken(*violations: tuple[str, str]) -> TraceInvariantBroken:
     return TraceInvariantBroken("broken", violations=[{"invariant": i, "message": m} for i, m in violations])
@@ -390,6 +407,53 @@ SIGNATURES.update({
                 {"case": Case(), "side": "thunder", "error": UNBOUND},
                 {"case": Case(), "side": "thunder", "error": UNBOUND_GELU.replace("in backward_fn", "in forward_fn")}]), _env()),
             ("no case raised", _parted(micro_batches=1, variant=CHECKPOINT_FX), _env()),
+        ],
+    ),
+    "thunder-sdpa-params-predate-torch-2.5": (
+        # As 0.2.0.dev20240728 with torch 2.11 shows it in llama-block (a case error; ddp-llama: both ranks raised).
+        _unpack_parted(("thunder", SDPA_PARAMS)),
+        _env(),
+        [
+            ("another constructor refused", _unpack_parted(("thunder", SDPA_PARAMS.replace("_SDPAParams", "_CudnnParams"))), _env()),
+            ("numbers differ too", _parted(micro_batches=1, numeric_differences=2,
+                                           case_errors=[{"case": Case(), "side": "thunder", "error": SDPA_PARAMS}]), _env()),
+            ("the eager side raised it", _unpack_parted(("eager", SDPA_PARAMS)), _env()),
+            ("a rank hung", RanksFailed([RankFailure(0, "raised", "raised", SDPA_PARAMS), RankFailure(1, "hung", "hung", "stack")],
+                                        pids=[], header="h", footer="f"), _env()),
+        ],
+    ),
+    "thunder-torchcompile-cat-segfault-on-llama": (
+        RanksFailed([RankFailure(r, "signaled", "killed by signal SIGSEGV", CAT_SEGFAULT) for r in (0, 1)],
+                    pids=[], header="h", footer="f"),
+        _env(),
+        [
+            ("one rank raised instead", RanksFailed([RankFailure(0, "signaled", "killed by signal SIGSEGV", CAT_SEGFAULT),
+                                                     RankFailure(1, "raised", "raised", "ValueError")], pids=[], header="h", footer="f"),
+             _env()),
+            ("a segfault elsewhere", RanksFailed([RankFailure(0, "signaled", "killed by signal SIGSEGV",
+                                                              CAT_SEGFAULT.replace("order_proxies", "flatten"))], pids=[], header="h", footer="f"),
+             _env()),
+            ("killed by another signal", RanksFailed([RankFailure(0, "signaled", "killed by signal SIGKILL", "(empty log)")],
+                                                     pids=[], header="h", footer="f"), _env()),
+            ("a case raised", _unpack_parted(("thunder", CAT_SEGFAULT)), _env()),
+        ],
+    ),
+    "thunder-jit-cannot-trace-checkpoint-before-2025": (
+        # As 0.2.0.dev20240728 with torch 2.11 shows it: both cases raise in the interpreter.
+        _parted(micro_batches=1, numeric_differences=0, first_difference=None, variant=CHECKPOINT_JIT,
+                case_errors=[{"case": Case(), "side": "thunder", "error": CHECKPOINT_IDX}] * 2),
+        _env(),
+        [
+            ("without checkpointing", _parted(micro_batches=1, numeric_differences=0, first_difference=None, variant="",
+                                              case_errors=[{"case": Case(), "side": "thunder", "error": CHECKPOINT_IDX}]), _env()),
+            ("numbers differ too", _parted(micro_batches=1, numeric_differences=1, variant=CHECKPOINT_JIT,
+                                           case_errors=[{"case": Case(), "side": "thunder", "error": CHECKPOINT_IDX}]), _env()),
+            ("another error of the interpreter", _parted(micro_batches=1, numeric_differences=0, first_difference=None,
+                                                         variant=CHECKPOINT_JIT, case_errors=[{"case": Case(), "side": "thunder",
+                                                         "error": "InterpreterError: Encountered exception KeyError: 'x'"}]), _env()),
+            ("the eager side raised it", _parted(micro_batches=1, numeric_differences=0, first_difference=None,
+                                                 variant=CHECKPOINT_JIT, case_errors=[{"case": Case(), "side": "eager",
+                                                                                       "error": CHECKPOINT_IDX}]), _env()),
         ],
     ),
 })
@@ -808,3 +872,15 @@ def test_a_lost_legacy_executor_covers_every_check_that_needs_te(tmp_path: Path)
     versions = Versions(torch="2.11.0", thunder="0.2.6", transformer_engine="2.12.0")
     uncovered = [c for c in checks if "legacy-executor-loses-te-from-te-2.10" not in {e.id for e in known_defects.covering(c, "legacy", versions)}]
     assert not uncovered, f"legacy checks that need TE but are not covered by legacy-executor-loses-te-from-te-2.10: {uncovered}"
+
+
+def test_the_sdpa_pairing_matches_where_every_rank_raised_it_and_only_on_a_torch_that_refuses_six_arguments() -> None:
+    """ddp-llama on 0.2.0.dev20240728: both ranks raised the TypeError (a ``RanksFailed``); the entry holds with torch
+    2.5 and newer only, where the torch of a TE 1.6-1.8 host (2.4) leaves the rest of that stack to gate."""
+    entry = known_defects.BY_ID["thunder-sdpa-params-predate-torch-2.5"]
+    both = RanksFailed([RankFailure(r, "raised", "raised", SDPA_PARAMS) for r in (0, 1)], pids=[], header="h", footer="f")
+    assert known_defects.match([entry], both, _env()) is entry
+    assert entry.holds_for_versions(Versions("2.11.0", "0.2.0.dev20240728", "1.8.0"))
+    assert not entry.holds_for_versions(Versions("2.4.1", "0.2.0.dev20240728", "1.8.0"))
+    assert entry.excluded(Versions("2.4.1", "0.2.0.dev20240728", "1.8.0")) == ["torch 2.4.1 not in `>=2.5`"]
+    assert not entry.holds_for_versions(Versions("2.11.0", "0.2.0.dev20240804", "1.8.0"))

@@ -95,6 +95,9 @@ class KnownDefect:
     #: A thunder defect that needs no TE: it holds where TE is absent too (``te`` still bounds it where
     #: TE is installed).
     without_te: bool = False
+    #: The torch versions where it holds, for a thunder/torch pairing: a thunder build older than the torch it
+    #: runs with (None: any torch).
+    torch: str | None = None
 
     def holds_for(self, check: str, executor: str | None, versions: Versions) -> bool:
         """Whether a test of ``check`` and ``executor`` on these versions is covered by this entry."""
@@ -105,7 +108,11 @@ class KnownDefect:
         return executor in self.executors and (check in self.checks or check.split("[", 1)[0] in self.checks)
 
     def holds_for_versions(self, versions: Versions) -> bool:
-        return within(versions.thunder, self.thunder) and self._holds_for_te(versions.transformer_engine)
+        return (within(versions.thunder, self.thunder) and self._holds_for_te(versions.transformer_engine)
+                and self._holds_for_torch(versions.torch))
+
+    def _holds_for_torch(self, torch: str | None) -> bool:
+        return self.torch is None or within(torch, self.torch)
 
     def _holds_for_te(self, te: str | None) -> bool:
         return within(te, self.te) or (self.without_te and te is None)
@@ -121,6 +128,8 @@ class KnownDefect:
             said.append(f"thunder {thunder or 'absent'} not in `{self.thunder}`{_before_release(thunder, self.thunder)}")
         if not self._holds_for_te(te := versions.transformer_engine):
             said.append(f"TE {te or 'absent'} not in {self.te_range()}{_before_release(te, self.te)}")
+        if not self._holds_for_torch(torch := versions.torch):
+            said.append(f"torch {torch or 'absent'} not in `{self.torch}`")
         return said
 
     def reason(self) -> str:

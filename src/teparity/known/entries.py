@@ -38,6 +38,10 @@ _WEEKLIES_RUN_TE29_TENTH = "docs/results/h200-te2.9.0-tenth/call2-db1ecfc"
 #: Seen with TE 2.9.0 only: the TE bound of the entries first seen there stops at the next release.
 _SEEN_TE29 = ">=2.9,<2.10"
 
+#: The gate with TE 1.8.0 on thunder 0.2.0.dev20240728 and dev20240901 (the CPU runs of 2024 builds behind the entries
+#: it led to: docs/results/cpu-thunder-2024-sdpa-checkpoint-nograd).
+_TE18_RUN = "docs/results/h200-te1.8.0-4306794"
+
 REGISTRY: tuple[KnownDefect, ...] = (
     KnownDefect(
         id="legacy-executor-loses-te-from-te-2.10",
@@ -237,15 +241,18 @@ REGISTRY: tuple[KnownDefect, ...] = (
         executors=("legacy", "functional"),
         signature=signatures.NO_GRAD_LEFT_TO_TORCH,
         checks=(checks.INFERENCE,),
-        thunder=">=0.2.0.dev20240609,<0.2.8",
+        thunder=">=0.2.0.dev20241124,<0.2.8",
         te=">=1.6,<2.21",
         cause="both executors register TE for prims.linear only (transformer_engineex_impl.py and transformer_engine_v1ex.py "
         "register_implementation(linear_prim / prims.linear, ...)); with grad enabled thunder's autodiff decomposes "
         "torch.nn.functional.linear to prims.linear and the grad transform takes it, but a no-grad trace keeps "
-        "ltorch.linear, which the torch executor claims whole, so TE never sees the prim. Run on thunder 0.2.6 and "
-        "0.2.7.dev20260201 with TE 2.20.2 (functional; 0.2.6's legacy executor has no TE there); the rest of the range "
-        "is read, not run: the same prims.linear-only registration in every build from 0.2.0.dev20240609",
-        seen=(_FEATURES_RUN,),
+        "ltorch.linear, which the torch executor claims whole, so TE never sees the prim. That keeping starts in "
+        "0.2.0.dev20241124, which records the grad mode at trace time and treats what no-grad traced as constant: up "
+        "to dev20241117 thunder ignored torch.no_grad, the linear went to prims.linear and TE held it (a stand-in "
+        "executor registered as TE's on the CPU, every weekly build: docs/results/cpu-thunder-2024-sdpa-checkpoint-nograd; the gate with TE 1.8.0 on dev20240728 and "
+        "dev20240901 passed these checks). Run on thunder 0.2.2 .. 0.2.6 with TE 2.9.0 and 0.2.6, 0.2.7.dev20260201 "
+        "with TE 2.20.2",
+        seen=(_FEATURES_RUN, _TE18_RUN),
     ),
     KnownDefect(
         id="functional-new-recipe-object-resets-fp8-state",
@@ -270,15 +277,17 @@ REGISTRY: tuple[KnownDefect, ...] = (
         executors=("legacy", "functional"),
         signature=signatures.BF16_COPIES_QUANTIZED,
         checks=(checks.TORCH_AUTOCAST,),
-        thunder=">=0.2.3,<0.2.8",
-        te=">=2.9,<2.21",
+        thunder=">=0.2.0.dev20240728,<0.2.8",
+        te=">=1.8,<2.21",
         cause="thunder/transforms/autocast.py _linear_autocast_impl downcasts a, w (and bias) with maybe_downcast_to "
         "before prims.linear, which the TE executor then takes (the legacy one runs TE's _Linear on those copies); "
         "eager te.Linear (module/linear.py _Linear.forward) quantizes the fp32 input and parameter with their "
         "quantizers and casts for AMP only without FP8. A value near an E4M3 rounding midpoint rounds to another "
         "E4M3 value, and the E5M2 gradients carry that beyond TE's own tolerances from step 0 (seen: 4 of 256 outputs "
-        "and 88 of 2048 weight-gradient entries of the first linear outside them, both executors alike)",
-        seen=(_FEATURES_RUN, _FEATURES_RUN_TE29, _VERSIONS_RUN_TE29, _RELEASES_RUN_TE29),
+        "and 88 of 2048 weight-gradient entries of the first linear outside them, both executors alike). Seen on "
+        "0.2.3 .. 0.2.7 dev builds with TE 2.9-2.20, and on 0.2.0.dev20240728 and dev20240901 with TE 1.8.0 (legacy); "
+        "the builds between are read, not run",
+        seen=(_FEATURES_RUN, _FEATURES_RUN_TE29, _VERSIONS_RUN_TE29, _RELEASES_RUN_TE29, _TE18_RUN),
     ),
     KnownDefect(
         id="legacy-checkpointing-records-amax-twice",
@@ -377,5 +386,60 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "in its range; the bisect log ends without a boundary for that reason",
         seen=(_RELEASES_RUN_TE29_NINTH, _FIX_BISECTS_TE29, _RELEASES_RUN_TE29_TENTH),
         bounds=(BisectedBound("thunder", "<=0.2.5.dev20250803", f"{_FIX_BISECTS_TE29}/twice-last.json"),),
+    ),
+    KnownDefect(
+        id="thunder-sdpa-params-predate-torch-2.5",
+        summary="a thunder/torch pairing: thunder builds up to 0.2.0.dev20240728 call torch's _SDPAParams with the 6 "
+        "arguments of torch 2.4, which torch 2.5+ refuses: every model with scaled-dot-product attention fails to trace "
+        "on a CUDA device",
+        executors=("legacy", "functional"),
+        signature=signatures.SDPA_PARAMS_OF_SIX,
+        checks=(checks.LLAMA_BLOCK, checks.DDP_LLAMA, checks.DDP_LLAMA_GRAD_ACCUMULATION),
+        thunder=">=0.2.0.dev20240404,<0.2.0.dev20240804",
+        te=">=1.6",
+        torch=">=2.5",
+        cause="thunder/executors/sdpaex.py (dev20240728: line 662) builds SDPAParams(query, key, value, mask, dropout_p, "
+        "is_causal) in its checker; torch 2.5 added enable_gqa as a 7th argument, which 0.2.0.dev20240804 passes where "
+        "torch has it. Not a TE executor defect: a build older than the torch it runs with (a TE 1.6-1.8 host has torch "
+        "2.4, where it runs). Read in every build from 0.2.0.dev20240404 to dev20240728, reproduced on the CPU by "
+        "driving the checker with CUDA proxies (torch 2.11 raises, 2.4.1 builds it: docs/results/cpu-thunder-2024-sdpa-"
+        "checkpoint-nograd), seen on the GPU with TE 1.8.0",
+        seen=(_TE18_RUN,),
+    ),
+    KnownDefect(
+        id="thunder-torchcompile-cat-segfault-on-llama",
+        summary="thunder 0.2.0.dev20240901 dies of SIGSEGV while it fuses the llama block for its torchcompile_cat "
+        "executor, on a CUDA device",
+        executors=("legacy", "functional"),
+        signature=signatures.TORCHCOMPILE_CAT_SEGFAULT,
+        checks=(checks.LLAMA_BLOCK, checks.DDP_LLAMA, checks.DDP_LLAMA_GRAD_ACCUMULATION),
+        thunder="==0.2.0.dev20240901",
+        te=">=1.8,<1.9",
+        cause="seen, not understood: the faulthandler stack ends in thunder/core/transform_common.py order_proxies "
+        "(optree.tree_iter) under executors/torch_compile.py fusion_pass, with torchcompile_cat among the default "
+        "executors (from dev20240901; it takes CUDA tensors only). Python 3.12.3, torch 2.11.0, TE 1.8.0 on the H200; on "
+        "the CPU, with that executor forced to take CPU tensors and the sdpa executor's claims emulated, the same "
+        "function ran without a crash on Python 3.11 and 3.12, torch 2.4.1 and 2.11, forked or not, optree 0.12-0.20. "
+        "The range is the one build seen (the CPU runs: docs/results/cpu-thunder-2024-sdpa-checkpoint-nograd)",
+        seen=(_TE18_RUN,),
+    ),
+    KnownDefect(
+        id="thunder-jit-cannot-trace-checkpoint-before-2025",
+        summary="thunder.jit before 0.2.0.dev20250112 cannot trace a torch.utils.checkpoint region: the thunder side "
+        "raises while tracing",
+        executors=("legacy", "functional"),
+        signature=signatures.CHECKPOINT_NOT_TRACED,
+        checks=(checks.ACTIVATION_CHECKPOINTING,),
+        thunder=">=0.2.0.dev20240728,<0.2.0.dev20250112",
+        te=">=1.6",
+        cause="thunder interprets torch's non-reentrant checkpoint code: with torch 2.11 its interpreter cannot evaluate "
+        "the list[Any] annotation of a function nested in torch.utils._pytree.tree_flatten (the 'idx' error), with torch "
+        "2.4-2.5 it reaches torch.empty(..., requires_grad=True) in checkpoint.py, which thunder.jit does not support; "
+        "0.2.0.dev20241020 .. dev20250105 add a lookaside for torch.utils.checkpoint.checkpoint that calls the region "
+        "uninterpreted (a TensorProxy passed to linear); 0.2.0.dev20250112 interprets it and matches eager. On the CPU "
+        "without TE, builds dev20240728 .. dev20250112 (dev20241027 .. dev20241124 read, not run: docs/results/cpu-thunder-"
+        "2024-sdpa-checkpoint-nograd); on the GPU with TE "
+        "1.8.0 on dev20240728 and dev20240901",
+        seen=(_TE18_RUN,),
     ),
 )

@@ -68,7 +68,8 @@ def markdown() -> str:
             "",
             f"- checks: {', '.join(f'`{c}`' for c in entry.checks)}; executors: "
             f"{', '.join(e or 'none (the check runs no TE executor)' for e in entry.executors)}",
-            f"- thunder `{entry.thunder}`, TransformerEngine {entry.te_range()}",
+            f"- thunder `{entry.thunder}`, TransformerEngine {entry.te_range()}"
+            + (f", torch `{entry.torch}` (a thunder/torch pairing)" if entry.torch else ""),
             f"- signature: `{entry.signature.failure_names()}` where {entry.signature.words}",
             f"- cause: {entry.cause}",
             f"- seen: {', '.join(f'`{path}`' for path in entry.seen)}",

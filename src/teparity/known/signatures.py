@@ -211,6 +211,42 @@ def _recompute_reads_an_unbound_forward_tensor(evidence: PartedFromEagerEvidence
     )
 
 
+def _sdpa_params_of_six(evidence: dict[str, Any], env: Environment) -> bool:
+    """Every thunder-side error is torch refusing thunder's ``_SDPAParams(...)`` call, and nothing else failed."""
+    tracebacks = _tracebacks_of_thunder(evidence)
+    return bool(tracebacks) and all(
+        "incompatible constructor arguments" in text and "_SDPAParams" in text for text in tracebacks
+    )
+
+
+def _torchcompile_cat_segfault(evidence: dict[str, Any], env: Environment) -> bool:
+    """Every failing rank died of SIGSEGV in thunder's ``order_proxies``, under the ``torchcompile_cat`` fusion pass."""
+    failures = evidence.get("failures") or []
+    return bool(failures) and all(
+        f["kind"] == "signaled" and "Fatal Python error: Segmentation fault" in f["detail"]
+        and " in order_proxies" in f["detail"] and "torch_compile.py" in f["detail"] and " in fusion_pass" in f["detail"]
+        for f in failures
+    )
+
+
+#: What thunder.jit raises, by build, while it traces a ``torch.utils.checkpoint`` region it cannot follow.
+_CHECKPOINT_NOT_TRACED = (
+    "SequenceWrapperMethods.__getitem__() missing 1 required positional argument: 'idx'",
+    "requires_grad=True is not yet supported within thunder.jit",
+    "must be Tensor, not TensorProxy",
+)
+
+
+def _checkpoint_not_traced(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
+    """Under activation checkpointing, every case raised on the thunder side while tracing the checkpointed region,
+    and no number differs."""
+    errors = evidence["case_errors"]
+    return (
+        "activation checkpointing" in evidence["variant"] and not evidence["numeric_differences"] and bool(errors)
+        and all(e["side"] == "thunder" and any(said in e["error"] for said in _CHECKPOINT_NOT_TRACED) for e in errors)
+    )
+
+
 # -- the signatures -------------------------------------------------------------------------------
 
 LEGACY_MODULE_LOST_TE = Signature(
@@ -317,4 +353,23 @@ RECOMPUTE_UPDATES_THE_FORWARD_STATE_AGAIN = Signature(
     _recompute_updates_the_forward_state_again,
     "every broken trace invariant is one-update-per-fp8-state, each state it names updated once in a "
         "forward trace and once in a backward trace",
+)
+SDPA_PARAMS_OF_SIX = Signature(
+    (PartedFromEager, RanksFailed, ThunderRunRaised),
+    _sdpa_params_of_six,
+    "every thunder-side error (a case's, a rank's, or the run's) is TypeError 'incompatible constructor arguments' "
+    "for torch._C._SDPAParams, and nothing else failed",
+)
+TORCHCOMPILE_CAT_SEGFAULT = Signature(
+    RanksFailed,
+    _torchcompile_cat_segfault,
+    "every failing rank was killed by SIGSEGV with its stack in thunder's order_proxies (core/transform_common.py) "
+    "under the torchcompile_cat executor's fusion_pass (executors/torch_compile.py)",
+)
+CHECKPOINT_NOT_TRACED = Signature(
+    PartedFromEager,
+    _checkpoint_not_traced,
+    "under activation checkpointing every case raised on the thunder side, each with one of thunder.jit's errors on "
+    "a checkpointed region (the interpreter's SequenceWrapperMethods 'idx', requires_grad=True not supported, a "
+    "TensorProxy passed to linear), and no number differs",
 )
