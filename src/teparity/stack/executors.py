@@ -24,7 +24,7 @@ import importlib
 import inspect
 from typing import Any, Literal
 
-from teparity.stack.reasons import executor_absent
+from teparity.stack import since
 from teparity.stack.symbols import BACKWARD_SYNC_SYMBOL, SYNC_INSERTION_HELPER
 from teparity.stack.versions import installed_version
 
@@ -122,7 +122,7 @@ def find_te_executors() -> dict[ExecutorKind, ExecutorInfo]:
             break
         else:
             found[kind] = ExecutorInfo(
-                kind=kind, missing_reason=executor_absent(kind, thunder_version)
+                kind=kind, missing_reason=absent(kind, thunder_version)
             )
     return found
 
@@ -192,3 +192,12 @@ def executor_module(info: ExecutorInfo) -> Any:
     if info.module is None:
         raise LookupError(f"no {info.kind} TE executor: {info.missing_reason}")
     return importlib.import_module(info.module)
+
+
+def absent(kind: ExecutorKind, thunder: str | None) -> str:
+    """Why this thunder has no executor of ``kind`` at all."""
+    why = {
+        "legacy": f"the legacy TE executor was removed in {since.LEGACY_EXECUTOR_REMOVED_IN} (thunder PR #2762)",
+        "functional": f"the functional TE executor first shipped in {since.FUNCTIONAL_EXECUTOR_SINCE} (transformer_engine_v2ex)",
+    }[kind]
+    return f"lightning-thunder {thunder} has none: {why}"

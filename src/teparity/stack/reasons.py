@@ -38,15 +38,6 @@ def unsupported_pair(env: Environment) -> str | None:
     return f"lightning-thunder {thunder} does not support TransformerEngine {te}: it accepts TE where {gate.describe()}"
 
 
-def executor_absent(kind: ExecutorKind, thunder: str | None) -> str:
-    """Why this thunder has no executor of ``kind`` at all."""
-    why = {
-        "legacy": f"the legacy TE executor was removed in {since.LEGACY_EXECUTOR_REMOVED_IN} (thunder PR #2762)",
-        "functional": f"the functional TE executor first shipped in {since.FUNCTIONAL_EXECUTOR_SINCE} (transformer_engine_v2ex)",
-    }[kind]
-    return f"lightning-thunder {thunder} has none: {why}"
-
-
 def no_thunder(env: Environment) -> str | None:
     if env.versions.thunder is None:
         return "lightning-thunder is not installed"
@@ -56,6 +47,8 @@ def no_thunder(env: Environment) -> str | None:
 
 
 def no_executor(env: Environment, kind: ExecutorKind) -> str | None:
+    """Why this thunder has no executor of ``kind``: recorded where the probe looked for it
+    (``teparity.stack.executors.absent``)."""
     return no_thunder(env) or env.executors[kind].missing_reason
 
 
