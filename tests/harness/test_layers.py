@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "teparity"
 #: The layers from the ground up: each may import itself and the layers before it ("teparity" is the package's
 #: own ``__init__``, which prepares the import order).
 LAYERS = (
-    ("teparity.stack", "teparity.launch", "teparity.option_types"),
+    ("teparity.stack", "teparity.launch", "teparity.option_types", "teparity.checks"),
     ("teparity.trace_summary", "teparity.records", "teparity.mutations", "teparity"),
     ("teparity.judge", "teparity.inrank"),
     ("teparity.known",),
@@ -26,8 +26,8 @@ LAYERS = (
 #: What a layer's own modules may not import of each other although they share a floor: the launchers know
 #: no test policy and the stack knows no launcher, the judges read records without the code that runs in ranks.
 APART = {
-    "teparity.stack": ("teparity.launch", "teparity.option_types"),
-    "teparity.launch": ("teparity.stack", "teparity.option_types"),
+    "teparity.stack": ("teparity.launch", "teparity.option_types", "teparity.checks"),
+    "teparity.launch": ("teparity.stack", "teparity.option_types", "teparity.checks"),
     "teparity.judge": ("teparity.inrank",),
     "teparity.trace_summary": ("teparity.records", "teparity.mutations"),
     "teparity.records": ("teparity.mutations",),
