@@ -55,6 +55,7 @@ def test_versions_are_ordered_as_versions_and_a_gap_does_not_split() -> None:
     assert _versions([span]) == [["2.9.0", "2.10.0", "2.11.0", "2.13.0"]]
     assert span.field("te") == "2.9.0 .. 2.13.0, 4 versions"
     assert "2.12.0" not in span.links()
+    assert span.links() == "[2.9.0](te-2.9.0/gate.json) .. [2.13.0](te-2.13.0/gate.json)"  # more than LINKED: its ends
 
 
 def test_other_thunder_builds_and_world_sizes_are_other_rows_and_no_te_never_joins_a_te() -> None:

@@ -61,6 +61,10 @@ def verdicts(report: ParityReport, executor: str) -> tuple[tuple[str, str, tuple
     ))
 
 
+#: The most reports a span links one by one; a longer one links its first and last (the others lie beside them).
+LINKED = 3
+
+
 @dataclasses.dataclass
 class Span:
     """Runs of one executor, in version order along ``axis``, with identical verdicts."""
@@ -79,14 +83,13 @@ class Span:
         return f"{versions[0]} .. {versions[-1]}, {len(versions)} versions"
 
     def links(self) -> str:
-        """Each report as a link: a single one by its name; in a range, by its version along the axis (its
-        name where two reports share a version)."""
+        """The reports as links: a single one by its name; in a range, by its version along the axis (its name
+        where two reports share a version), each of up to ``LINKED`` reports, else the first and the last."""
         if len(self.runs) == 1:
             return _link(self.runs[0].name, self.runs[0].link)
         versions = [run.version(self.axis) for run in self.runs]
-        return " ".join(
-            _link(run.name if versions.count(version) > 1 else version, run.link) for run, version in zip(self.runs, versions)
-        )
+        links = [_link(run.name if versions.count(version) > 1 else version, run.link) for run, version in zip(self.runs, versions)]
+        return " ".join(links) if len(links) <= LINKED else f"{links[0]} .. {links[-1]}"
 
 
 def _link(text: str, target: str | None) -> str:
