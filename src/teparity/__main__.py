@@ -39,6 +39,10 @@ def _run(args: argparse.Namespace, after: list[str], own: dict[str, argparse.Arg
         return doctor.doctor()
     if command == "known-defects":
         return reports.known_defects()
+    if command == "mutations":
+        return reports.mutations()
+    if command == "summary":
+        return reports.summary(args.report, args.exit_status)
     if command == "matrix":
         return reports.matrix(args.reports, args.output, args.along)
     if command == "durations":

@@ -35,7 +35,7 @@ LLAMA = (Case(sizes=(64, 128, 64), lead_shape=(2, 16), dtype="float32", model="l
 #: Two steps: thunder's RMSNorm, softmax and SiLU round apart from torch's by ulps, and FP8 (E5M2
 #: gradients) amplifies that as the weights part: on thunder 0.2.5's legacy executor with TE 2.9.0, steps
 #: 0 and 1 agree within 1.1e-5 and step 2 has 2 of 4096 wq-gradient entries 0.93 apart
-#: (docs/results/h200-te2.9.0-features/).
+#: (docs/results/h200-te2.9.0-65ae0b1-features/).
 LLAMA_STEPS = 2
 
 

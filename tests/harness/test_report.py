@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from teparity.gate.report import ParityReport, TestOutcome
+from teparity.gate.table import terminal_table
 
 
 def test_a_failure_dominates_a_cell_and_a_skip_keeps_its_reason() -> None:
@@ -22,9 +25,49 @@ def test_a_failure_dominates_a_cell_and_a_skip_keeps_its_reason() -> None:
     assert report.cells[("c1", "legacy")].outcome == "FAIL"
     assert report.cells[("c1", "functional")].short() == "skip (no functional executor)"
     assert report.cells[("c2", "legacy")].outcome == "pass"
-    table = report.table()
-    assert "FAIL (1/2)" in table and "skip (no functional executor)" in table
+    table = "\n".join(terminal_table(report, "r.json"))
+    assert "FAIL (1/2)" in table and "skip [1]" in table and "[1] no functional executor" in table
+    assert table.splitlines()[-1] == "parity report JSON: r.json"
     assert ParityReport.from_json(report.to_json()).to_json() == report.to_json()
+
+
+def test_the_terminal_table_fits_120_columns_shares_footnotes_and_groups_rows_that_skip_alike() -> None:
+    """Executors as short columns, each detail a footnote that every row shares, the rows that skip in every
+    column for one reason on one group line, the JSON named last; no line wider than 120."""
+    report = ParityReport(environment={})
+    long_reason = "TransformerEngine is not installed (GPU tiers need `pip install .[gpu]` on an FP8 GPU host) " * 2
+    for n in range(30):
+        for executor in ("legacy", "functional"):
+            report.record(f"numerics-with-a-long-name-number-{n}[delayed-e4m3-len4-max]", executor,
+                          TestOutcome(f"t{n}{executor}", "skip", long_reason))
+    report.record("ddp[delayed]", "legacy", TestOutcome("a", "known", "m", known_defect="some-defect"))
+    report.record("ddp[delayed]", "functional", TestOutcome("b", "skip", long_reason))
+    report.record("torch-autocast", "legacy", TestOutcome("c", "FAIL", "x", near_miss="other-defect"))
+    report.record("torch-autocast", "functional", TestOutcome("d", "XPASS", "known upstream defect fixed-defect: ..."))
+    report.record("ddp-transform-matches-torch-ddp", None, TestOutcome("e", "pass", ""))
+    lines = terminal_table(report, None)
+    assert max(map(len, lines)) <= 120, max(lines, key=len)
+    assert lines[0].split() == ["check", "legacy", "functional", "no", "TE"]
+    text = "\n".join(lines)
+    assert text.count(long_reason.strip()[:40]) == 1, "one footnote for a reason every row shares"
+    skip = re.search(r"^\[(\d+)\] TransformerEngine is not installed", text, re.M).group(1)
+    assert f"skip [{skip}] in every column: numerics-with-a-long-name-number-0[delayed-e4m3-len4-max]," in text
+    assert not any(line.startswith("numerics-with-a-long-name") for line in lines), "rows that skip alike are grouped"
+    assert re.search(rf"ddp\[delayed\] +known \[\d\] +skip \[{skip}\]", text), text
+    assert "matches other-defect outside its range" in text and "fixed-defect did not show" in text
+    assert lines[-1] == "parity report JSON: none (--teparity-report PATH writes one)"
+
+
+def test_the_gate_on_this_machine_prints_no_line_over_120_columns(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    report = tmp_path / "report.json"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", f"--basetemp={tmp_path / 'b'}",
+                           f"--teparity-report={report}"], cwd=root, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "COLUMNS": "120"})  # a 120-column terminal: pytest fills its width
+    assert done.returncode == 0, done.stdout[-3000:]
+    wide = [line for line in done.stdout.splitlines() if len(line) > 120]
+    assert not wide, wide
+    assert f"parity report JSON: {report}" in done.stdout.splitlines()
 
 
 def test_from_json_rejects_other_files() -> None:
@@ -110,7 +153,7 @@ def test_an_unregistered_expected_failure_is_known_without_an_id(pytester: pytes
     )
     result = pytester.runpytest_subprocess("-p", "teparity.plugin", "-p", "no:cacheprovider", "--teparity-report", "r.json")
     result.assert_outcomes(xfailed=1)
-    result.stdout.fnmatch_lines(["known-upstream-bug*known (unregistered)*"])
+    result.stdout.fnmatch_lines(["known-upstream-bug*known [[]1[]]*", "[[]1[]] known upstream defect unregistered"])
     data = json.loads((pytester.path / "r.json").read_text())
     assert data["results"][0]["outcome"] == "known" and data["exitstatus"] == 0
     assert "the bug" in data["results"][0]["tests"][0]["evidence"]
@@ -184,6 +227,19 @@ def test_doctor_says_what_runs_here() -> None:
     # The environment the gate's ranks get, so that doctor probes (and caches) what the gate will read.
     clean = {k: v for k, v in os.environ.items() if k not in rank_env.DEFAULTS}
     out = subprocess.run([sys.executable, "-m", "teparity", "doctor"], capture_output=True, text=True, check=True, env=clean).stdout
-    assert "trace tier (tests/trace): " in out and "multi-rank backend for 2 ranks: " in out
+    for tier in ("tests/trace", "tests/numerics", "tests/features", "tests/ddp", "tests/fsdp", "tests/harness -m fp8"):
+        assert f"({tier}): runs" in out or f"({tier}): skips: " in out, (tier, out)
+    assert "multi-rank backend for 2 ranks: " in out
     assert "forked ranks: the fork server imports torch, thunder" in out, out
     assert "PYTORCH_NVML_BASED_CUDA_CHECK=1 (teparity default)" in out, out
+
+
+def test_doctor_covers_every_tier_of_the_gate() -> None:
+    """Every tier directory the gate collects (pytest's testpaths) has a line of its own in doctor's answer."""
+    from teparity.cli.doctor import tiers
+    from teparity.stack.envprobe import environment
+
+    root = Path(__file__).resolve().parents[2]
+    testpaths = re.findall(r'"([^"]+)"', re.search(r"^testpaths = \[(.*)\]$", (root / "pyproject.toml").read_text(), re.M).group(1))
+    named = " ".join(tiers(environment(), "gloo"))
+    assert all(f"({path})" in named for path in testpaths), (testpaths, named)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from teparity.gate.table import unwrapped
 from teparity.inrank import faults
 from teparity.launch import fork_choice
 from teparity.launch.fork_client import FORK_SERVER_VARIABLE, ForkServerClient, start_server
@@ -71,7 +72,7 @@ def test_every_worker_of_a_run_under_serve_forks_from_the_served_fork_server(pyt
     assert not list((pytester.path / "bt").rglob("forkserver.log")), "the run started a fork server of its own"
     launch = json.loads((pytester.path / "report.json").read_text())["environment"]["launch"]
     assert f"the fork server of python -m teparity serve, pid {server}, started before this run" in launch, launch
-    assert launch in run.stdout, run.stdout[-3000:]
+    assert launch in unwrapped(run.stdout), run.stdout[-3000:]
     assert not faults.still_running_after([server], 10), "the served fork server outlived serve"
 
 
@@ -86,7 +87,7 @@ def test_a_run_in_another_environment_starts_its_own_server_and_says_why(pyteste
     server = _server_pid(pytester)
     assert server not in _parents(pytester), "a run in another environment forked from the served server"
     assert (f"not the fork server of python -m teparity serve (pid {server}): the environment differs from the fork "
-            f"server's (pid {server}) in TEPARITY_TEST_SETTING") in run.stdout, run.stdout[-3000:]
+            f"server's (pid {server}) in TEPARITY_TEST_SETTING") in unwrapped(run.stdout), run.stdout[-3000:]
 
 
 def test_a_fork_server_names_the_files_it_imported_that_changed_since(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,6 +9,7 @@ import textwrap
 
 import pytest
 
+from teparity.gate.table import CONTINUED_INDENT, unwrapped
 from teparity.gate.timeline import PHASES, Timeline
 
 _TESTS = """import time
@@ -42,7 +43,8 @@ def _run(pytester: pytest.Pytester, *args: str) -> dict:
     result = pytester.runpytest_subprocess("-p", "teparity.plugin", "-p", "no:cacheprovider", "--teparity-ranks=warm",
                                            "--teparity-report", "report.json", *args)
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    result.stdout.fnmatch_lines(["teparity time: *seconds from configure: process started -*, session started *"])
+    said = pytest.LineMatcher(unwrapped(result.stdout.str(), CONTINUED_INDENT).splitlines())
+    said.fnmatch_lines(["teparity time: *seconds from configure: process started -*, session started *"])
     return json.loads((pytester.path / "report.json").read_text())["timeline"]
 
 

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.fp8
 #: (FP8 state compared exactly) and GELU between three linears. GELU runs in fp32 only: in bf16,
 #: thunder's GELU rounds differently from torch's kernel, FP8 quantization amplifies it, and by the
 #: third SGD step weight gradients differ by up to 0.8 (H200, TE 2.9.0, legacy executor): a
-#: difference of the activation, not of the TE executor (docs/results/h200-x2-te2.9.0-dev-runs/).
+#: difference of the activation, not of the TE executor (docs/results/h200-x2-te2.9.0-e392584-dev/tokens-x16/).
 #: fp32 parameters with a bias have their own check (numerics-fp32-bias below): thunder's functional
 #: executor cannot run them (known defect functional-fp32-bias-in-fp8-gemm), and a row of its own keeps
 #: that defect from standing in for every other case.

@@ -13,7 +13,7 @@ from teparity.tools.bisect import PACKAGES, valid_version
 
 DESCRIPTION = """The commands around the teparity gate: doctor (what this machine can run, and why not), matrix (parity
 reports merged into a markdown compatibility table), kill-matrix (the gate clean and under each applicable
-mutation), known-defects (the registry as markdown), bench (the gate with fresh, warm, forked and served ranks:
+mutation), known-defects (the registry as markdown), mutations (the mutation catalog as markdown), summary (a report as markdown for a CI job), bench (the gate with fresh, warm, forked and served ranks:
 wall times, ratios, identical verdicts), repeat (the gate N times: every verdict or number that changed), serve (a
 command whose pytest runs fork their ranks from one fork server), bisect (the first thunder build or TE release
 between a good and a bad one whose verdict changes) and durations (the expected test durations that order a run
@@ -30,9 +30,19 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
     commands = top.add_subparsers(dest="command", required=True)
     commands.add_parser("doctor", help="what this machine can run, tier by tier, and why not")
     commands.add_parser("known-defects", help="the known upstream defects registry as markdown")
-    own = {"matrix": _matrix(commands), "durations": _durations(commands), "kill-matrix": _kill_matrix(commands),
+    commands.add_parser("mutations", help="the mutation catalog as markdown: each regression and the checks that kill it")
+    own = {"summary": _summary(commands), "matrix": _matrix(commands), "durations": _durations(commands), "kill-matrix": _kill_matrix(commands),
            "bench": _bench(commands), "repeat": _repeat(commands), "serve": _serve(commands), "bisect": _bisect(commands)}
     return top, own
+
+
+def _summary(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    summing = commands.add_parser("summary", help="a parity report as markdown for a CI job's summary: the table and "
+                                  "every failure's evidence")
+    summing.add_argument("report", type=Path, metavar="REPORT.json")
+    summing.add_argument("--exit-status", type=int, metavar="N",
+                         help="the gate's exit status (where the report is missing, the summary says the run stopped first)")
+    return summing
 
 
 def _matrix(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -14,18 +14,45 @@ from teparity.gate.ranges import Axis, Run
 from teparity.gate.report import ParityReport
 
 
-def matrix(paths: list[Path], output: Path | None, axis: Axis = "te") -> int:
-    runs = []
+class NotAReport(Exception):
+    """A file the command was given is not a teparity parity report; the message says why, in one line."""
+
+
+def read_report(path: Path) -> ParityReport:
+    """The parity report in ``path``, or ``NotAReport`` saying why not (missing, unreadable, not JSON, another file)."""
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise NotAReport(f"cannot read it: {error.strerror or error}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise NotAReport(f"not a teparity parity report (not JSON: {error.msg} at line {error.lineno} column {error.colno})") from None
+    try:
+        return ParityReport.from_json(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        said = f"no {error}" if isinstance(error, KeyError) else str(error).removeprefix("not a teparity parity report (")
+        raise NotAReport(f"not a teparity parity report ({said.removesuffix(')')})") from None
+
+
+def _reports(command: str, paths: list[Path]) -> list[ParityReport] | None:
+    """Each path's report; None after saying, on one line, which file is not one and why (the caller exits 2)."""
+    reports = []
     for path in paths:
         try:
-            report = ParityReport.from_json(json.loads(path.read_text()))
-        except (OSError, ValueError, KeyError, TypeError) as error:  # JSONDecodeError is a ValueError
-            reason = error.strerror if isinstance(error, OSError) and error.strerror else f"{type(error).__name__}: {error}"
-            print(f"python -m teparity matrix: {path}: {reason}", file=sys.stderr)
-            return 2
-        # With an output file, each report is linked relative to where the table is written.
-        link = os.path.relpath(path, output.parent) if output is not None else str(path)
-        runs.append(Run(_source(path), link, report))
+            reports.append(read_report(path))
+        except NotAReport as error:
+            print(f"python -m teparity {command}: {path}: {error}", file=sys.stderr)
+            return None
+    return reports
+
+
+def matrix(paths: list[Path], output: Path | None, axis: Axis = "te") -> int:
+    if (reports := _reports("matrix", paths)) is None:
+        return 2
+    # With an output file, each report is linked relative to where the table is written.
+    runs = [Run(_source(path), os.path.relpath(path, output.parent) if output is not None else str(path), report)
+            for path, report in zip(paths, reports)]
     table = compatibility_matrix(runs, axis) + "\n"
     if output is None:
         sys.stdout.write(table)
@@ -37,17 +64,14 @@ def matrix(paths: list[Path], output: Path | None, axis: Axis = "te") -> int:
 def durations(paths: list[Path], output: Path | None) -> int:
     """Each test's longest duration over the reports' timelines, in seconds (a test run on several stacks
     is expected to take its longest)."""
+    if (reports := _reports("durations", paths)) is None:
+        return 2
     longest: dict[str, float] = {}
-    for path in paths:
-        try:
-            timeline = ParityReport.from_json(json.loads(path.read_text())).timeline
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            print(f"python -m teparity durations: {path}: {type(error).__name__}: {error}", file=sys.stderr)
-            return 2
-        if not timeline:
+    for path, report in zip(paths, reports):
+        if not report.timeline:
             print(f"python -m teparity durations: {path}: no timeline (a report written before teparity kept one)", file=sys.stderr)
             return 2
-        for test in timeline["tests"]:
+        for test in report.timeline["tests"]:
             longest[test["nodeid"]] = max(longest.get(test["nodeid"], 0.0), round(test["duration_s"], 1))
     text = json.dumps(dict(sorted(longest.items())), indent=0) + "\n"
     if output is None:
@@ -66,4 +90,25 @@ def known_defects() -> int:
     from teparity.known.registry import markdown
 
     sys.stdout.write(markdown())
+    return 0
+
+
+def mutations() -> int:
+    from teparity.mutations.catalog import markdown_table
+
+    sys.stdout.write(markdown_table())
+    return 0
+
+
+def summary(path: Path, exit_status: int | None) -> int:
+    """A report as markdown on stdout (a CI step appends it to ``$GITHUB_STEP_SUMMARY``); a missing one is said to
+    be missing, any other file that is no report is a usage error."""
+    from teparity.gate.summary import markdown_summary, missing_report
+
+    if not path.exists():
+        sys.stdout.write(missing_report(str(path), exit_status))
+        return 0
+    if (reports := _reports("summary", [path])) is None:
+        return 2
+    sys.stdout.write(markdown_summary(reports[0], exit_status))
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from teparity.gate.settings import Settings
+from teparity.gate.table import HEADER_INDENT, wrapped
 from teparity.known.registry import registered_for
 from teparity.stack import reasons
 from teparity.stack.environment import Environment
@@ -18,6 +19,11 @@ def te_settings() -> dict[str, str]:
 
 
 def header_lines(settings: Settings, env: Environment, launch: str, rank_environment: dict[str, str]) -> list[str]:
+    """The header, each line within the terminal report's width (a long one continues, indented)."""
+    return [line for said in _said(settings, env, launch, rank_environment) for line in wrapped(said, indent=HEADER_INDENT)]
+
+
+def _said(settings: Settings, env: Environment, launch: str, rank_environment: dict[str, str]) -> list[str]:
     gpus = ", ".join(g.describe() for g in env.gpus) or "none"
     lines = [
         f"teparity: {env.versions.describe()}",
@@ -32,6 +38,10 @@ def header_lines(settings: Settings, env: Environment, launch: str, rank_environ
         lines.append(f"teparity: THE SYSTEM UNDER TEST DOES NOT IMPORT (every gate test fails): {broken}")
     if unsupported := reasons.unsupported_pair(env):
         lines.append(f"teparity: AN UNSUPPORTED PAIR (every gate test fails): {unsupported}")
+    if reasons.no_fp8(env) is None:
+        unfit = reasons.fsdp_backend_unfit(settings.backend, len(env.gpus))
+        lines.append("teparity: fsdp tier reference: " + (f"torch DDP + eager TE, since {unfit}" if unfit else
+                                                           "torch FSDP2 (fully_shard) + eager TE"))
     if settings.inject:
         lines.append(f"teparity: INJECTED REGRESSIONS (the gate should fail): {', '.join(settings.inject)}")
     if nvte := te_settings():

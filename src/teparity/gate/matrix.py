@@ -17,7 +17,7 @@ from teparity.gate.report import NO_EXECUTOR, Cell, ParityReport
 from teparity.known.registry import BY_ID
 
 #: Check name (without its parameters) -> the column it belongs to, in column order.
-FOOTNOTE_CHARS = 400
+FOOTNOTE_CHARS = 240
 #: Groups whose checks pass with no linear run by TE (the legacy sync symbol's place and count; thunder's
 #: DDP transform on the CPU), so they never show that an executor works.
 TRACE_ONLY_GROUPS = frozenset({"backward sync", "ddp transform"})
@@ -104,7 +104,8 @@ def by_stack(spans: list[Span], notes: Footnotes) -> list[str]:
     header = ["thunder", "torch", "TE", "executor", "ranks", "reports", *groups]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for span in spans:
-        row = [span.field("thunder"), span.field("torch"), span.field("te"), span.executor, span.field("ranks"), span.links()]
+        executor = "none (no TE executor)" if span.executor == NO_EXECUTOR else span.executor
+        row = [span.field("thunder"), span.field("torch"), span.field("te"), executor, span.field("ranks"), span.links()]
         for group in groups:
             found = [cell for run in span.runs if (cell := _group_cell(run.report, span.executor, group))]
             row.append(_joined(_cell_parts(*cell, notes) for cell in found) if found else "")

@@ -89,24 +89,6 @@ class ParityReport:
         order = {kind: i for i, kind in enumerate(EXECUTOR_KINDS)}
         return sorted({e for _, e in self.cells}, key=lambda e: (e == NO_EXECUTOR, order.get(e, len(order)), e))
 
-    def table(self, width: int = 60) -> str:
-        """Rows: checks; columns: executors; cells: pass / FAIL / skip (reason)."""
-        executors = self.executors()
-        header = ["check", *executors]
-        rows = [header]
-        for check in self.checks():
-            row = [check]
-            for executor in executors:
-                cell = self.cells.get((check, executor))
-                text = cell.short() if cell else ""
-                # A failure's cell is never cut: the entry a near miss matched must show.
-                row.append(text if len(text) <= width or cell.outcome == "FAIL" else text[: width - 3] + "...")
-            rows.append(row)
-        widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-        lines = ["  ".join(value.ljust(w) for value, w in zip(row, widths)).rstrip() for row in rows]
-        lines.insert(1, "  ".join("-" * w for w in widths))
-        return "\n".join(lines)
-
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,

@@ -22,6 +22,7 @@ from teparity.gate.report import (
     TestOutcome,
 )
 from teparity.gate.settings import probed_environment
+from teparity.gate.table import terminal_table, wrapped
 from teparity.gate.timeline import Timeline, process_started
 from teparity.launch import rank_env
 from teparity.stack import reasons
@@ -93,8 +94,10 @@ class ParityReporter:
         self._finish()
         if self.report.cells:
             terminalreporter.write_sep("=", "teparity parity report")
-            terminalreporter.write_line(self.report.table())
-            terminalreporter.write_line(f"teparity time: {self.timeline.summary(self.finished)}")
+            for line in terminal_table(self.report, self.controller.settings.report):
+                terminalreporter.write_line(line)
+            for line in wrapped(f"teparity time: {self.timeline.summary(self.finished)}"):
+                terminalreporter.write_line(line)
 
     def _finish(self) -> float:
         """The session's end: the terminal summary (after every plugin's session finish, xdist's teardown of

@@ -101,7 +101,7 @@ def preload() -> None:
 
 def warm_up() -> None:
     """A standby rank's warm-up after ``preload``, before a run takes it: TE's first FP8 steps (a process's
-    first FP8 step with TE's Python scale update compiles it, about 2.5 s; the fused update's first call and
+    first FP8 step with TE's Python scale update compiles it, about 2.5 s; the fused update's first run and
     cuBLAS's first FP8 GEMM), so that the first side it runs costs what later ones do; then the reset a run
     starts with. Only where TE runs on one FP8 GPU: TE keeps its cuBLAS workspace on the device of its first
     GEMM, and with several GPUs a rank runs on the GPU of its rank."""

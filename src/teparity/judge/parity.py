@@ -111,7 +111,7 @@ def checkpoint_recomputes(case: Case) -> tuple[int, int]:
     the region's linears whose output the region consumes (by a GELU, or the next linear: all of them
     with GELUs, all but the last without; thunder.jit recomputes exactly those, seen on the CPU with
     thunder 0.2.6 and on the H200), at most every linear of the region (thunderfx recomputes the
-    region's last linear too: H200, docs/results/h200-te2.9.0-features/)."""
+    region's last linear too: H200, docs/results/h200-te2.9.0-65ae0b1-features/)."""
     region = len(case.sizes) - 2
     return (region if case.activation else max(0, region - 1)), region
 

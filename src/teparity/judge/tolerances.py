@@ -14,13 +14,13 @@ The functional executor updates scales with TE's Python ``_amax_and_scale_update
 amax) / 2**margin``, ``torch.compile``d), never TE's fused kernel, so it is judged against eager TE on
 that same path (``NVTE_UNFUSED_FP8_UPDATE=1`` on the eager side): then, linears only, outputs,
 gradients and FP8 state are bitwise equal at every step (seen: 4 x H200, TE 2.9.0,
-docs/results/h200-x4-te2.9.0-thunder0.2.6/call1-9c6aa69/unfused-fp8-update). Against eager TE's default
+docs/results/h200-x4-te2.9.0-9c6aa69/unfused-fp8-update). Against eager TE's default
 fused kernel its scales are 1 ulp off from the first update, and bf16 values on E4M3 rounding
 midpoints flip from step 1 (docs/facts.md): that deviation is measured and reported, not judged.
 
 With GELU between the linears, thunder computes GELU's backward with its own decomposition and eager
 TE with torch's kernel: the gradients entering the earlier linears differ by rounding, and so do their
-grad_output amaxes and scales (seen: 1 ulp, H200, TE 2.9.0, docs/results/h200-x2-te2.9.0-dev-runs/);
+grad_output amaxes and scales (seen: 1 ulp, H200, TE 2.9.0, docs/results/h200-x2-te2.9.0-e392584-dev/any-tokens/);
 those are compared within a few ulp, and outputs and gradients within TE's tables.
 """
 

@@ -114,8 +114,8 @@ def warm_ranks_side_by_side(
 ) -> list[list[Any]]:
     """Each ``(fn, args, label)`` of ``calls`` on a pool of its own (lane ``i`` for the i-th), all at once:
     the two sides of a pair cost the longer one, not their sum. Results in call order; any failure closes
-    every pool of the call (their ranks may be mid-run) and raises the ``RanksFailed`` of the first call
-    that failed."""
+    every pool of the call (their ranks may be mid-run) and raises the ``RanksFailed`` of the earliest
+    call that failed."""
     __tracebackhide__ = True
     pg_timeout = pg_timeout_for(timeout, pg_timeout)
     taken: list[tuple[tuple[Any, ...], RankPool]] = []

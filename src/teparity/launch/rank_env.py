@@ -11,7 +11,7 @@ Why the NVML check (``PYTORCH_NVML_BASED_CUDA_CHECK=1``): inductor's import call
 and torch then marks every child forked later unfit for CUDA. With it the count comes from NVML, so the fork
 server can import inductor's compiler once for all its ranks (``teparity.stack.versions.fork_stages``; the
 environment probe checks on each machine that a child forked after it still runs CUDA). It does not make
-thunder's import fork-safe where TE is installed (docs/facts.md, the ninth session).
+thunder's import fork-safe where TE is installed (docs/facts.md).
 
 None of them changes what is computed: inductor emits the same kernels in-process, both sides of a pair
 run with the same threads, and the NVML check only changes how ``is_available`` counts the GPUs.

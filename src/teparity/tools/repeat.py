@@ -11,7 +11,7 @@ one fork server serves them all (``teparity.tools.served``: each run's header na
 for before the first run, unless ``server_per_run``: each run then starts its own, as a lone run does. Each
 run starts, untimed, once the server's standby ranks are ready again (``standby_wait_s``: the seconds waited).
 
-A repeat longer than one sitting (a device call has a time limit) runs in parts: ``deadline_s`` stops it
+A repeat longer than one sitting (a CI job or a lent machine has a time limit) runs in parts: ``deadline_s`` stops it
 before a run that would not finish in time (the longest run so far is the guess), and ``resume`` continues
 the repeat in the same workdir, judging the new runs with the old ones' reports. ``parts`` says which runs ran
 in which part, on which host and when; a run on another stack (versions, GPUs, teparity commit, ranks and backend)
