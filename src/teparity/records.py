@@ -78,6 +78,9 @@ class PairSpec:
     fsdp: str | None = None
     #: thunder fsdp's ``bucketing_strategy`` by name (``"NONE"``, ``"LAYER"``, ``"BLOCK"``); None is its default.
     fsdp_bucketing: str | None = None
+    #: The eager reference of an FSDP pair: ``"fsdp2"`` (torch FSDP2 over ``te.Linear``) or ``"ddp"`` (torch DDP, where
+    #: FSDP2 cannot run: ``teparity.inrank.fsdp_sides``).
+    fsdp_reference: str = "fsdp2"
     #: The thunder side's layers before the last linear under ``torch.utils.checkpoint`` (non-reentrant);
     #: eager TE runs the model without it, the numbers checkpointing must not change.
     checkpoint: bool = _feature(False, lambda on: "activation checkpointing of every layer but the last" if on else None)

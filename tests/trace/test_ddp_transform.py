@@ -2,8 +2,8 @@
 Linear-GELU-Linear in fp32, rank-dependent inputs that require grad, 2 SGD steps; per rank and step the
 outputs, the input gradients and the all-reduced parameter gradients.
 
-The FP8 ddp tier holds thunder ddp + TE to torch DDP + eager TE; this check holds the transform itself,
-so that a DDP regression is named as one, on every runner. Regressions it guards: the 2024 transform
+The FP8 ddp tier holds thunder ddp + TE to torch DDP + eager TE; this check holds the transform itself, without a
+TE executor, so that a DDP regression is named as one, on every runner and every build that has the transform. Regressions it guards: the 2024 transform
 raising on an input that requires grad (known upstream defect ``ddp-transform-rejects-input-grad``), a
 gradient that is not all-reduced, or not averaged.
 """
@@ -24,18 +24,18 @@ from teparity.judge.failures import raise_if_ranks_raised
 from teparity.judge.tolerances import FP32_AGAINST_TORCH
 from teparity.stack import reasons
 
-pytestmark = [pytest.mark.multirank, pytest.mark.parametrize("executor", ["legacy"])]
+pytestmark = pytest.mark.multirank
 
 
 @pytest.mark.check(checks.DDP_TRANSFORM)
-def test_ddp_transform_matches_torch_ddp(
-    executor: str, teparity_env: Any, rank_runner: RankRunner, world_size: int, evidence: Any
-) -> None:
-    if reason := reasons.no_executor(teparity_env, executor):
+def test_ddp_transform_matches_torch_ddp(teparity_env: Any, rank_runner: RankRunner, world_size: int, evidence: Any) -> None:
+    """thunder's DDP transform with thunder's default executors: no TE executor is needed (nor, where the build has
+    one, used), so it runs on every build that has the transform."""
+    if reason := reasons.no_thunder(teparity_env):
         pytest.skip(reason)
-    spec = DdpTransformSpec(executor=executor)
-    ctx = (f"{teparity_env.versions.describe()}; thunder ddp with {teparity_env.executors[executor].label()} (linears "
-           f"on the CPU: torch runs them); {world_size} ranks, {spec.steps} steps, sizes {spec.sizes}, {spec.activation}")
+    spec = DdpTransformSpec(executor=None)
+    ctx = (f"{teparity_env.versions.describe()}; thunder ddp with thunder's default executors (linears on the CPU); "
+           f"{world_size} ranks, {spec.steps} steps, sizes {spec.sizes}, {spec.activation}")
     thunder, reference = rank_runner.side_by_side(
         [(ddp_transform_run, (spec,)), (ddp_transform_run, (dataclasses.replace(spec, side="torch"),))], world_size=world_size)
     raise_if_ranks_raised(thunder, "thunder's DDP transform", ctx)

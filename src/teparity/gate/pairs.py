@@ -72,8 +72,11 @@ class Pairs:
             from teparity.inrank.fsdp_sides import run_thunder_fsdp as run_thunder
         else:
             from teparity.inrank.sides import run_eager, run_thunder
-        # The eager side never consults the executor, nor thunder's FSDP bucketing.
+        # The eager side never consults the executor, nor thunder's FSDP bucketing; the DDP reference of an FSDP pair
+        # does not shard (one run serves ZeRO2 and ZeRO3).
         eager_spec = dataclasses.replace(spec, executor="legacy", fsdp_bucketing=None)
+        if spec.fsdp and spec.fsdp_reference == "ddp":
+            eager_spec = dataclasses.replace(eager_spec, fsdp="ZERO2")
         keys: list[SideKey] = [(side, eager_spec if side == "eager" else spec, world_size, update) for side, update in wanted]
         missing = list(dict.fromkeys(key for key in keys if key not in _SIDE_RUNS))
         calls = [(run_eager, (spec, key[3])) if key[0] == "eager" else (run_thunder, (spec,)) for key in missing]

@@ -1,24 +1,29 @@
-"""The two sides of an FSDP parity pair, inside a rank: ``run_eager_fsdp`` (eager TE, ``te.Linear`` twins
-under torch FSDP2 ``fully_shard``) and ``run_thunder_fsdp`` (thunder + the spec's TE executor under
-``thunder.distributed.fsdp``), for ``spec.fsdp`` "ZERO2" or "ZERO3".
+"""The two sides of an FSDP parity pair, inside a rank: ``run_thunder_fsdp`` (thunder + the spec's TE executor under
+``thunder.distributed.fsdp``, ``spec.fsdp`` "ZERO2" or "ZERO3") and ``run_eager_fsdp``, eager TE under the spec's
+reference (``spec.fsdp_reference``):
 
-They return ``list[CaseRun]`` as ``sides.run_eager`` / ``run_thunder`` do, so that ``judge.parity``
-judges them unchanged; the parameter gradients are the full ones, gathered from the shards on every
-rank (FSDP2's ``DTensor.full_tensor()``; thunder's shards by ``all_gather_into_tensor``, cut to the
-parameter's shape), and the thunder side records its traces (the collectives and amax updates whose
-order the fsdp tier compares across ranks).
+- ``"fsdp2"``: torch FSDP2 (``fully_shard``) over the ``te.Linear`` twins, ``reshard_after_forward`` False for ZeRO2
+  and True for ZeRO3. FSDP2 shards every parameter on dim 0, as thunder does, and is what TE's own FSDP test uses
+  (tests/pytorch/distributed/run_fsdp2_model.py: ``fully_shard`` on every ``te.Linear``, then the root, keeping the
+  attributes TE set on its parameters). The reference where every rank has a GPU of its own (NCCL).
+- ``"ddp"``: torch DDP over the same twins. thunder's FSDP averages each gradient over the ranks and gathers the
+  same full parameters as DDP keeps, so its gathered gradients and parameters must be DDP's, and its FP8 state (the
+  amaxes all-reduced over the world) DDP's eager TE state. The reference where torch FSDP2 over ``te.Linear`` cannot
+  run: gloo ranks sharing one GPU, where it dies of SIGSEGV (``teparity.stack.reasons.fsdp_backend_unfit``). It does
+  not shard, so one run serves ZeRO2 and ZeRO3.
 
-Why FSDP2 and not FSDP1 (``FullyShardedDataParallel``): FSDP2 shards every parameter on dim 0, as
-thunder does, and its ``reshard_after_forward`` is the ZeRO2 (False: SHARD_GRAD_OP) / ZeRO3 (True:
-FULL_SHARD) distinction; FSDP1 shards flattened ``FlatParameter``s, and FSDP2 is what TE's own FSDP test
-uses (tests/pytorch/distributed/run_fsdp2_model.py: ``fully_shard`` on every ``te.Linear``, then the root,
-keeping the attributes TE set on its parameters). Bucketing (``spec.fsdp_bucketing``) is thunder's alone:
-it changes how thunder packs its collectives, not the arithmetic, so one eager run serves every bucketing.
+They return ``list[CaseRun]`` as ``sides.run_eager`` / ``run_thunder`` do, so that ``judge.parity`` judges them
+unchanged; the parameter gradients are the full ones (FSDP2's ``DTensor.full_tensor()``; thunder's shards gathered by
+``all_gather_into_tensor``, cut to the parameter's shape; DDP's are full), and the thunder side records its traces
+(the collectives and amax updates whose order the fsdp tier compares across ranks). Micro-batches but the last skip
+the gradient reduction: thunder's ``skip_data_parallel_grad_sync``, DDP's ``no_sync``, FSDP2's
+``set_requires_gradient_sync(False)``.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from teparity.inrank import fp8state, sides
@@ -28,6 +33,7 @@ from teparity.inrank.sides import (
     _grad_output,
     _input,
     _model,
+    _thunder_no_sync,
     _thunder_snapshot,
     te_scale_update,
 )
@@ -40,7 +46,7 @@ from teparity.stack.thunder_api import jit_fsdp, jit_options
 
 
 def run_eager_fsdp(rank: int, world_size: int, spec: PairSpec, scale_update: ScaleUpdate = "fused") -> list[CaseRun]:
-    """Eager TE under torch FSDP2 on this rank, on TE's ``scale_update`` path."""
+    """Eager TE under the spec's reference (torch FSDP2 or torch DDP) on this rank, on TE's ``scale_update`` path."""
     with te_scale_update(scale_update):
         return _run_side("eager", rank, world_size, spec)
 
@@ -67,24 +73,19 @@ def _mesh() -> Any:
 def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -> None:
     import torch
 
-    from teparity.inrank.models import linear_names, te_twin
+    from teparity.inrank.models import linear_names
 
     case = run.case
     device = _device()
     recipe = recipes.build(spec.recipe_id)
     plain = _model(case, device)
     run.linear_names = linear_names(plain)
-    shapes = {name: tuple(p.shape) for name, p in plain.named_parameters()}
     info = find_te_executors()[spec.executor]
     if side == "eager":
-        model: Any = fully_shard_model(te_twin(plain), spec.fsdp, mesh=_mesh(), keep_attributes=True)
-        parameters = dict(model.named_parameters())
-        full = lambda name, grad: grad.full_tensor()  # noqa: E731
+        model, parameters, full, sync = _eager_reference(plain, spec)
         autocast = lambda: te_autocast(recipe, group)  # noqa: E731
     else:
-        model = jit_fsdp(plain, jit_options(info, recipe), spec.fsdp, device, spec.fsdp_bucketing)
-        parameters = {name: model.get_parameter(name) for name in shapes}
-        full = lambda name, grad: gather_shard(grad, shapes[name])  # noqa: E731
+        model, parameters, full, sync = _thunder_fsdp(plain, spec, info, recipe, device)
         # As in sides: the legacy executor wraps its forward in fp8_autocast itself.
         autocast = (lambda: contextlib.nullcontext()) if spec.executor == "legacy" else (lambda: te_autocast(recipe, group))
 
@@ -95,9 +96,10 @@ def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -
             outputs, input_grads = [], []
             for micro in range(spec.micro_batches):
                 x = _input(case, step=step, micro=micro, rank=rank, device=device, requires_grad=True)
-                with autocast():
-                    y = model(x)
-                y.backward(_grad_output(case, step=step, micro=micro, rank=rank, device=device))
+                with sync(micro == spec.micro_batches - 1):
+                    with autocast():
+                        y = model(x)
+                    y.backward(_grad_output(case, step=step, micro=micro, rank=rank, device=device).to(y.dtype))
                 outputs.append(y.detach().float().cpu())
                 input_grads.append(None if x.grad is None else x.grad.detach().float().cpu())
             torch.cuda.synchronize()
@@ -109,3 +111,37 @@ def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
     run.sync_mode = syncs.mode
+
+
+Program = tuple[Any, dict[str, Any], Callable[[str, Any], Any], Callable[[bool], Any]]
+
+
+def _eager_reference(plain: Any, spec: PairSpec) -> Program:
+    """The eager side: the ``te.Linear`` twins under the spec's reference (module docstring); the model, the parameters
+    it steps, how a gradient becomes full, and the context of a micro-batch (its gradient reduced, or not)."""
+    import torch
+
+    from teparity.inrank.models import te_twin
+
+    if spec.fsdp_reference == "ddp":
+        device_ids = [torch.cuda.current_device()] if torch.distributed.get_backend() == "nccl" else None
+        model: Any = torch.nn.parallel.DistributedDataParallel(te_twin(plain), device_ids=device_ids)
+        sync = lambda reduce: contextlib.nullcontext() if reduce else model.no_sync()  # noqa: E731
+        return model, dict(model.module.named_parameters()), lambda name, grad: grad, sync
+    model = fully_shard_model(te_twin(plain), spec.fsdp, mesh=_mesh(), keep_attributes=True)
+
+    @contextlib.contextmanager
+    def sync(reduce: bool) -> Iterator[None]:
+        model.set_requires_gradient_sync(reduce)
+        yield
+
+    return model, dict(model.named_parameters()), lambda name, grad: grad.full_tensor(), sync
+
+
+def _thunder_fsdp(plain: Any, spec: PairSpec, info: Any, recipe: Any, device: str) -> Program:
+    """The thunder side: thunder's FSDP of the jitted model, its shards gathered to full gradients."""
+    shapes = {name: tuple(p.shape) for name, p in plain.named_parameters()}
+    model = jit_fsdp(plain, jit_options(info, recipe), spec.fsdp, device, spec.fsdp_bucketing)
+    parameters = {name: model.get_parameter(name) for name in shapes}
+    sync = lambda reduce: contextlib.nullcontext() if reduce else _thunder_no_sync()  # noqa: E731
+    return model, parameters, lambda name, grad: gather_shard(grad, shapes[name]), sync

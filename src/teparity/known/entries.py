@@ -9,32 +9,35 @@ from teparity.known.defect import BisectedBound, KnownDefect
 
 #: The run that showed every entry at once: all 12 TE releases x thunder 0.2.6 and 0.2.7.dev20260201.
 _MATRIX_RUN = "docs/results/h200-matrix-8a03814"
-_FEATURES_RUN = "docs/results/h200-te2.20.2-features/call1-aa780f0"
-_FEATURES_RUN_TE29 = "docs/results/h200-te2.9.0-features/call2-65ae0b1"
+_FEATURES_RUN = "docs/results/h200-te2.20.2-aa780f0-features"
+_FEATURES_RUN_TE29 = "docs/results/h200-te2.9.0-65ae0b1-features"
+#: thunder 0.2.4, 0.2.6.dev20251019, 0.2.6 and 0.2.7.dev20260201 with TE 2.9.0 at 82bfe86.
+_FEATURES_RUN_TE29_82BFE86 = "docs/results/h200-te2.9.0-82bfe86-features"
 #: thunder 0.2.2 .. 0.2.7.dev20260201 with TE 2.9.0 at one commit: 0.2.3 and 0.2.4 showed entries' signatures
 #: outside their ranges then (near misses), which set the lower bounds below.
-_VERSIONS_RUN_TE29 = "docs/results/h200-te2.9.0-sixth/call3-2bafd7a"
+_VERSIONS_RUN_TE29 = "docs/results/h200-te2.9.0-2bafd7a"
 #: The CPU runs of thunder's FSDP transform with LAYER bucketing: the oldest build, and the bisect of the fix.
 _FSDP_LAYER_BISECT = "docs/results/cpu-bisect-fsdp-layer"
 _SYNC_SPLIT_BISECT = "docs/results/cpu-bisect-legacy-sync-split"
 _CPU_BUILDS_RUN = "docs/results/cpu-trace-builds-37d5c96"
-#: thunder 0.2.2 .. 0.2.6 and 0.2.6.dev20251019 with TE 2.9.0 at 28d36b3, after the entries above were placed.
-_RELEASES_RUN_TE29 = "docs/results/h200-te2.9.0-seventh/call1-28d36b3"
-#: thunder 0.2.5 and 0.2.6.dev20251019 with TE 2.20.2 (pairs no run had named): the legacy executor's lost TE.
-_NEW_PAIRS_RUN_TE220 = "docs/results/h200-te2.20.2-ninth/call1-c71c746"
-#: thunder 0.2.2, 0.2.3, 0.2.4, 0.2.5.dev20250803 and 0.2.7.dev20251214 with TE 2.20.2 (pairs no run had named).
-_NEW_PAIRS_RUN_TE220_TENTH = "docs/results/h200-te2.20.2-tenth/call1-84520fd"
+#: thunder 0.2.2 .. 0.2.6 and 0.2.6.dev20251019 with TE 2.9.0 at 28d36b3, with the bounds above in place.
+_RELEASES_RUN_TE29 = "docs/results/h200-te2.9.0-28d36b3"
+#: thunder 0.2.5 and 0.2.6.dev20251019 with TE 2.20.2: the legacy executor's lost TE.
+_TE220_THUNDER025_RUN = "docs/results/h200-te2.20.2-c71c746"
+#: thunder 0.2.2, 0.2.3, 0.2.4, 0.2.5.dev20250803 and 0.2.7.dev20251214 with TE 2.20.2.
+_TE220_OLDER_BUILDS_RUN = "docs/results/h200-te2.20.2-84520fd"
 #: thunder 0.2.2 .. 0.2.6, 0.2.6.dev20251019 and two weekly builds with TE 2.9.0 at 363ddd5.
-_RELEASES_RUN_TE29_NINTH = "docs/results/h200-te2.9.0-ninth/call1-363ddd5"
+_RELEASES_WEEKLIES_RUN_TE29 = "docs/results/h200-te2.9.0-363ddd5"
 #: The GPU bisects of entries' bounds with TE 2.9.0, each judged by its entry alone (``bisect --entry``).
-_ENTRY_BISECTS_TE29 = "docs/results/h200-te2.9.0-ninth/call2-363ddd5-bisects"
-#: Two GPU fix bisects from 0.2.5.dev20250803 with TE 2.9.0 (the call's time ran out in the second one).
-_FIX_BISECTS_TE29 = "docs/results/h200-te2.9.0-ninth/call3-b98ccf1-fix-bisects"
-#: thunder 0.2.2 .. 0.2.6 and 0.2.6.dev20251019 with TE 2.9.0 at 04f6fc3 (each exit 0), and six entry bisects.
-_RELEASES_RUN_TE29_TENTH = "docs/results/h200-te2.9.0-tenth/call1-04f6fc3"
-_TENTH_BISECTS_TE29 = f"{_RELEASES_RUN_TE29_TENTH}/bisects"
+_ENTRY_BISECTS_TE29 = "docs/results/h200-te2.9.0-363ddd5-bisects"
+#: Two GPU fix bisects from 0.2.5.dev20250803 with TE 2.9.0 (the second cut off by its time limit).
+_FIX_BISECTS_TE29 = "docs/results/h200-te2.9.0-b98ccf1-bisects"
+#: thunder 0.2.2 .. 0.2.6 and 0.2.6.dev20251019 with TE 2.9.0 at 04f6fc3 (each exit 0).
+_CLEAN_RELEASES_RUN_TE29 = "docs/results/h200-te2.9.0-04f6fc3"
+#: Six GPU bisects of entries' bounds with TE 2.9.0 at 04f6fc3.
+_RANGE_BISECTS_TE29 = "docs/results/h200-te2.9.0-04f6fc3-bisects"
 #: The weekly builds those bisects moved into or out of ranges, with TE 2.9.0 at db1ecfc.
-_WEEKLIES_RUN_TE29_TENTH = "docs/results/h200-te2.9.0-tenth/call2-db1ecfc"
+_WEEKLIES_RUN_TE29 = "docs/results/h200-te2.9.0-db1ecfc"
 #: Seen with TE 2.9.0 only: the TE bound of the entries first seen there stops at the next release.
 _SEEN_TE29 = ">=2.9,<2.10"
 
@@ -58,9 +61,9 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "wheels-legacy-cpu-offload-import), so there is no first bad thunder build to bisect; run with TE 2.12-2.20 "
         "on 0.2.5, 0.2.6.dev20251019 and 0.2.6. The legacy executor was removed in thunder 0.2.7.dev20251130 "
         "(PR #2762), so no fix is expected",
-        seen=(_MATRIX_RUN, "docs/results/h200-te2.12.0", "docs/results/h200-x2-te2.12.0",
-              "docs/results/h200-x2-te2.16.1-thunder0.2.6", "docs/results/h200-x2-te2.20.2-thunder0.2.6",
-              _NEW_PAIRS_RUN_TE220),
+        seen=(_MATRIX_RUN, "docs/results/h200-te2.12.0-89202c6", "docs/results/h200-x2-te2.12.0-9e2f3e1",
+              "docs/results/h200-x2-te2.16.1-9e2f3e1", "docs/results/h200-x2-te2.20.2-07a1392",
+              _TE220_THUNDER025_RUN),
     ),
     KnownDefect(
         id="functional-executor-loses-te-from-te-2.10",
@@ -78,7 +81,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "executor's first) to 0.2.5.dev20250824 and gone from 0.2.5.dev20250831 on, read in the wheels "
         "(docs/results/wheels-functional-borrows-legacy-checker); run with TE 2.20.2 on 0.2.3, 0.2.4 and "
         "0.2.5.dev20250803, where 0.2.5 and 0.2.6.dev20251019 claimed every linear",
-        seen=(_NEW_PAIRS_RUN_TE220_TENTH, _NEW_PAIRS_RUN_TE220),
+        seen=(_TE220_OLDER_BUILDS_RUN, _TE220_THUNDER025_RUN),
     ),
     KnownDefect(
         id="grad-accumulation-fp8-state-per-cache-entry",
@@ -96,7 +99,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "one module's fp8_meta. Run on 0.2.6 and 0.2.7 dev builds with TE 2.9-2.20; below that the range is "
         "read, not run: the same cache_info['no_grad_sync'] and TELinear per cache entry are in every build "
         "from 0.2.0.dev20240609 (TE 1.6+ accepted) to 0.2.6",
-        seen=(_MATRIX_RUN, "docs/results/h200-te2.9.0-thunder0.2.6", "docs/results/h200-te2.12.0"),
+        seen=(_MATRIX_RUN, "docs/results/h200-te2.9.0-89202c6", "docs/results/h200-te2.12.0-89202c6"),
     ),
     KnownDefect(
         id="functional-fp32-bias-in-fp8-gemm",
@@ -111,8 +114,8 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "bias, which general_gemm fuses into the FP8 GEMM; cuBLASLt has no FP8 GEMM with an fp32 bias. Eager "
         "te.Linear casts the bias to bf16 for FP8 GEMMs (module/linear.py _Linear.forward: 'cuBLAS does not "
         "support FP8 GEMM with FP32 bias'); te.ops does not fuse an fp32 bias",
-        seen=(_MATRIX_RUN, "docs/results/h200-x2-te2.9.0-thunder0.2.6", "docs/results/h200-te2.9.0-thunder0.2.6",
-              "docs/results/h200-te2.12.0", _FEATURES_RUN_TE29, _VERSIONS_RUN_TE29),
+        seen=(_MATRIX_RUN, "docs/results/h200-x2-te2.9.0-e797194", "docs/results/h200-te2.9.0-89202c6",
+              "docs/results/h200-te2.12.0-89202c6", _FEATURES_RUN_TE29, _VERSIONS_RUN_TE29),
     ),
     KnownDefect(
         id="legacy-fp8-group-ignored",
@@ -126,8 +129,8 @@ REGISTRY: tuple[KnownDefect, ...] = (
         cause="thunder/executors/transformer_engine_v1ex.py TE_CTX_STR: fp8_autocast(fp8_recipe=...) with no fp8_group. "
         "Run with TE 2.9-2.20; TE 1.6-1.8 is read, not run: the same TE_CTX_STR (transformer_engineex.py before "
         "0.2.6) is in every build from 0.2.0.dev20240609 to 0.2.6, and it passes no group whatever the TE",
-        seen=(_MATRIX_RUN, "docs/results/h200-te2.9.0-thunder0.2.6", "docs/results/h200-x2-te2.9.0-thunder0.2.6",
-              "docs/results/h200-x4-te2.9.0-thunder0.2.6"),
+        seen=(_MATRIX_RUN, "docs/results/h200-te2.9.0-89202c6", "docs/results/h200-x2-te2.9.0-e797194",
+              "docs/results/h200-x4-te2.9.0-dcd92ab"),
     ),
     KnownDefect(
         id="functional-fp8-group-ignored",
@@ -142,16 +145,16 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "state.amax_history over _get_default_group() (since thunder PR #2404). A GPU bisect with TE 2.9.0: "
         "0.2.5.dev20250817 keeps the groups apart, 0.2.5.dev20250824 does not; before it the amaxes were not "
         "reduced across ranks at all (functional-amax-not-reduced-across-ranks, fixed in the same build)",
-        seen=(_MATRIX_RUN, "docs/results/h200-te2.9.0-thunder0.2.6", "docs/results/h200-te2.12.0",
-              "docs/results/h200-x2-te2.9.0-thunder0.2.6", "docs/results/h200-x4-te2.9.0-thunder0.2.6",
-              _RELEASES_RUN_TE29_TENTH),
-        bounds=(BisectedBound("thunder", ">=0.2.5.dev20250824", f"{_TENTH_BISECTS_TE29}/group-from/bisect.json"),),
+        seen=(_MATRIX_RUN, "docs/results/h200-te2.9.0-89202c6", "docs/results/h200-te2.12.0-89202c6",
+              "docs/results/h200-x2-te2.9.0-e797194", "docs/results/h200-x4-te2.9.0-dcd92ab",
+              _CLEAN_RELEASES_RUN_TE29),
+        bounds=(BisectedBound("thunder", ">=0.2.5.dev20250824", f"{_RANGE_BISECTS_TE29}/group-from/bisect.json"),),
     ),
     KnownDefect(
         id="ddp-transform-rejects-input-grad",
         summary="thunder's DDP transform raises on an input that requires grad: its gradient bucketing looks "
         "for an all-reduce behind the input's gradient too",
-        executors=("legacy",),
+        executors=(None,),
         signature=signatures.NO_ALLREDUCE_BEHIND_INPUT_GRAD,
         checks=(checks.DDP_TRANSFORM,),
         thunder=">=0.2.0.dev20240404,<0.2.4.dev20250608",
@@ -165,7 +168,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "forward-backward trace by default (thunder/__init__.py delay_trace_split=True, thunder PR #2102): the pass "
         "then buckets nothing (thunder's test_ddp_grad_bucketing became a strict xfail); the walk in ddp.py is "
         "unchanged through 0.2.6",
-        seen=("docs/results/cpu-ddp-transform-2024", "docs/results/h200-te1.8.0-thunder0.2.0.dev20240728",
+        seen=("docs/results/cpu-ddp-transform-2024", "docs/results/h200-te1.8.0-ce65f32",
               "docs/results/cpu-bisect-ddp-transform"),
         bounds=(BisectedBound("thunder", "<0.2.4.dev20250608", "docs/results/cpu-bisect-ddp-transform/fix/bisect.json"),),
     ),
@@ -189,17 +192,19 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "0.2.4.dev20250608 .. 0.2.4.dev20250622 still show it, 0.2.4 does not (PEP 440 keeps 0.2.4's dev builds out of "
         "`<0.2.4`, hence the bound by build). Where it starts: the GPU bisect from 0.2.1 finds 0.2.2.dev0 (the first "
         "build after 0.2.1 on the index) bad and 0.2.1 hiding it behind another failure of its own (its thunder "
-        "side raises otherwise: bisects/miscount-from), so the range starts at the first build that can show it",
-        seen=(_VERSIONS_RUN_TE29, _RELEASES_RUN_TE29, _RELEASES_RUN_TE29_NINTH, _RELEASES_RUN_TE29_TENTH),
+        "side raises otherwise: docs/results/h200-te2.9.0-04f6fc3-bisects/miscount-from), so the range starts at "
+        "the first build that can show it",
+        seen=(_VERSIONS_RUN_TE29, _RELEASES_RUN_TE29, _RELEASES_WEEKLIES_RUN_TE29, _CLEAN_RELEASES_RUN_TE29),
         bounds=(BisectedBound("thunder", "<=0.2.4.dev20250622", f"{_ENTRY_BISECTS_TE29}/miscount-fix/bisect.json"),),
     ),
     KnownDefect(
         id="fsdp-transform-layer-bucketing-rejects-input-grad",
         summary="thunder's FSDP transform with LAYER bucketing raises on an input that requires grad: its "
         "reduce-scatter bucketing looks for a parameter behind the input's gradient too",
-        executors=(None,),
+        executors=(None, "legacy", "functional"),
         signature=signatures.NO_BUCKET_FOR_THE_INPUT_GRAD,
-        checks=(checks.row(checks.FSDP_TRANSFORM, "zero2-layer"), checks.row(checks.FSDP_TRANSFORM, "zero3-layer")),
+        checks=(checks.row(checks.FSDP_TRANSFORM, "zero2-layer"), checks.row(checks.FSDP_TRANSFORM, "zero3-layer"),
+                checks.row(checks.FSDP, "zero2-layer"), checks.row(checks.FSDP, "zero3-layer")),
         thunder=">=0.2.0.dev20240404,<0.2.4.dev20250608",
         te=">=1.6",
         without_te=True,
@@ -209,7 +214,9 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "utils.check raises 'Invalid index=0'. Without bucketing (NONE) both shardings pass. Seen from the first "
         "build on the index, 0.2.0.dev20240404 (torch 2.4.1), to 0.2.4.dev20250601 (torch 2.11.0); gone from "
         "0.2.4.dev20250608, the build where thunder's DDP bucketing stopped raising on an input's gradient too "
-        "(ddp-transform-rejects-input-grad): the CPU bisect found the boundary, the source of the fix was not read",
+        "(ddp-transform-rejects-input-grad): the CPU bisect found the boundary, the source of the fix was not read. "
+        "The fsdp tier's LAYER variants meet the same check (read, not run: the transform raises before any TE linear "
+        "runs, with or without a TE executor)",
         seen=(_FSDP_LAYER_BISECT, _VERSIONS_RUN_TE29, _RELEASES_RUN_TE29),
         bounds=(BisectedBound("thunder", "<0.2.4.dev20250608", f"{_FSDP_LAYER_BISECT}/fix/bisect.json"),),
     ),
@@ -307,7 +314,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "Seen on 0.2.4, 0.2.5 and 0.2.6 with TE 2.9.0 (from TE 2.10 the legacy executor has no TE). The lower bound is the "
         "first build whose legacy executor runs on TE 2.9.0 at all: a GPU bisect found every build from 0.2.3 to "
         "0.2.4.dev20250622 raising legacy-executor-miscounts-te-2.9-saved-tensors first, and 0.2.4 showing this",
-        seen=(_FEATURES_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86", _VERSIONS_RUN_TE29,
+        seen=(_FEATURES_RUN_TE29, _FEATURES_RUN_TE29_82BFE86, _VERSIONS_RUN_TE29,
               f"{_ENTRY_BISECTS_TE29}/ckpt-twice-from"),
     ),
     KnownDefect(
@@ -325,9 +332,9 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "fp8_autocast group. Seen on 0.2.3, 0.2.4 and the weekly builds 0.2.5.dev20250803 .. 0.2.5.dev20250817 with TE "
         "2.9.0. A GPU fix bisect: 0.2.5.dev20250817 is the last build with it, 0.2.5.dev20250824 the first without, "
         "the build where functional-fp8-group-ignored starts (the all-reduce over the default group)",
-        seen=(_VERSIONS_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86", _RELEASES_RUN_TE29_NINTH,
-              _FIX_BISECTS_TE29, _RELEASES_RUN_TE29_TENTH),
-        bounds=(BisectedBound("thunder", "<=0.2.5.dev20250817", f"{_TENTH_BISECTS_TE29}/unreduced-fix/bisect.json"),),
+        seen=(_VERSIONS_RUN_TE29, _FEATURES_RUN_TE29_82BFE86, _RELEASES_WEEKLIES_RUN_TE29,
+              _FIX_BISECTS_TE29, _CLEAN_RELEASES_RUN_TE29),
+        bounds=(BisectedBound("thunder", "<=0.2.5.dev20250817", f"{_RANGE_BISECTS_TE29}/unreduced-fix/bisect.json"),),
     ),
     KnownDefect(
         id="functional-checkpointing-saves-te-linears",
@@ -343,9 +350,10 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "recomputed. 0.2.5.dev20250706 .. 0.2.5.dev20250803 recompute them, and show "
         "functional-checkpointing-updates-fp8-state-twice instead; the executor's own checkpointing transform "
         "ships in 0.2.5.dev20250810 (docs/results/wheels-functional-checkpointing-transform), clean on the GPU. "
-        "A GPU fix bisect (bisects/ckpt-saves-fix) was cut off, every build it ran between 0.2.4 and 0.2.5.dev20250810 "
-        "hidden by that other defect; 0.2.5.dev20250629 showed this one as a near miss in bisects/twice-from",
-        seen=(_VERSIONS_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86", _RELEASES_RUN_TE29_TENTH),
+        "A GPU fix bisect (docs/results/h200-te2.9.0-04f6fc3-bisects/ckpt-saves-fix) was cut off, every build it "
+        "ran between 0.2.4 and 0.2.5.dev20250810 hidden by that other defect; 0.2.5.dev20250629 showed this one as "
+        "a near miss in docs/results/h200-te2.9.0-04f6fc3-bisects/twice-from",
+        seen=(_VERSIONS_RUN_TE29, _FEATURES_RUN_TE29_82BFE86, _CLEAN_RELEASES_RUN_TE29),
     ),
     KnownDefect(
         id="functional-thunderfx-checkpointing-backward-unbound",
@@ -360,12 +368,13 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "tensor (t29 on 0.2.3, t30 on 0.2.4) that no line of the backward defines, and in the case with a GELU "
         "between the linears reads the activation's forward input (t69, at a torch.mul) that it never recomputes; "
         "the functional executor's checkpointing transform (first in 0.2.5.dev20250810: docs/results/wheels-"
-        "functional-checkpointing-transform) is absent. A GPU fix bisect (bisects/thunderfx-fix) was cut off: "
+        "functional-checkpointing-transform) is absent. A GPU fix bisect "
+        "(docs/results/h200-te2.9.0-04f6fc3-bisects/thunderfx-fix) was cut off: "
         "0.2.5.dev20250810 is clean, 0.2.5.dev20250706 .. 0.2.5.dev20250803 show "
         "functional-checkpointing-updates-fp8-state-twice instead; the gate on 0.2.5.dev20250629 failed both thunderfx "
-        "cases as near misses of this entry (h200-te2.9.0-tenth/call2-db1ecfc), so the range ends there",
-        seen=(_VERSIONS_RUN_TE29, "docs/results/h200-te2.9.0-features/call4-82bfe86", _RELEASES_RUN_TE29,
-              _RELEASES_RUN_TE29_TENTH, _WEEKLIES_RUN_TE29_TENTH),
+        "cases as near misses of this entry (docs/results/h200-te2.9.0-db1ecfc), so the range ends there",
+        seen=(_VERSIONS_RUN_TE29, _FEATURES_RUN_TE29_82BFE86, _RELEASES_RUN_TE29,
+              _CLEAN_RELEASES_RUN_TE29, _WEEKLIES_RUN_TE29),
     ),
     KnownDefect(
         id="functional-checkpointing-updates-fp8-state-twice",
@@ -380,11 +389,12 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "the FP8 states that the forward trace created and updated, where eager TE updates each state once a step; "
         "both thunder.jit and thunderfx, both recipes. The executor's _te_activation_checkpointing_transform first "
         "ships in 0.2.5.dev20250810 (read in the wheels: docs/results/wheels-functional-checkpointing-transform), "
-        "and a GPU fix bisect found that build clean. Where it starts (GPU, TE 2.9.0, bisects/twice-from): "
+        "and a GPU fix bisect found that build clean. Where it starts (GPU, TE 2.9.0, "
+        "docs/results/h200-te2.9.0-04f6fc3-bisects/twice-from): "
         "0.2.5.dev20250706 is the first build with it; 0.2.5.dev20250629 still recomputes no TE linear (a near miss "
         "of functional-checkpointing-saves-te-linears), so it cannot update a state twice, and 0.2.4 has that defect "
         "in its range; the bisect log ends without a boundary for that reason",
-        seen=(_RELEASES_RUN_TE29_NINTH, _FIX_BISECTS_TE29, _RELEASES_RUN_TE29_TENTH),
+        seen=(_RELEASES_WEEKLIES_RUN_TE29, _FIX_BISECTS_TE29, _CLEAN_RELEASES_RUN_TE29),
         bounds=(BisectedBound("thunder", "<=0.2.5.dev20250803", f"{_FIX_BISECTS_TE29}/twice-last.json"),),
     ),
     KnownDefect(

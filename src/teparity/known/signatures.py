@@ -113,7 +113,15 @@ def _legacy_unpack_at_te_linear(evidence: dict[str, Any], env: Environment) -> b
     return bool(tracebacks) and all(_UNPACK_AT_TE_LINEAR.search(text) for text in tracebacks)
 
 
-def _no_bucket_for_the_input_grad(evidence: RaisedOnTheRanksEvidence, env: Environment) -> bool:
+def _no_bucket_for_the_input_grad(evidence: dict[str, Any], env: Environment) -> bool:
+    """Every rank raised thunder's 'Invalid index=0' in its FSDP bucketing: the transform check's ranks
+    (``RaisedOnTheRanks``), or the fsdp tier's (``RanksFailed``, every failing rank raised it)."""
+    if "failures" in evidence:
+        failures = evidence["failures"]
+        return bool(failures) and all(
+            f["kind"] == "raised" and "RuntimeError: Invalid index=0, " in f["detail"]
+            and "create_map_from_unsharded_grad_to_bucket" in f["detail"] for f in failures
+        )
     errors = evidence["errors"]
     return len(errors) == evidence["world_size"] and all(
         e["type"] == "builtins.RuntimeError" and e["message"].startswith("Invalid index=0, ")
@@ -297,7 +305,7 @@ LEGACY_UNPACK_AT_TE_LINEAR = Signature(
         "else failed",
 )
 NO_BUCKET_FOR_THE_INPUT_GRAD = Signature(
-    RaisedOnTheRanks,
+    (RaisedOnTheRanks, RanksFailed),
     _no_bucket_for_the_input_grad,
     "every rank raised RuntimeError 'Invalid index=0, ...' from create_map_from_unsharded_grad_to_bucket, "
         "called by _apply_bucketing_to_backward_reduce_scatter",

@@ -32,6 +32,8 @@ class Mutation:
     #: What the installed stack must have for the mutation to apply (the apply function checks too).
     requires: Requirement
     apply: Callable[[], None]
+    #: The checks that fail under it, in words (the README's table: ``python -m teparity mutations``).
+    killed_by: str = ""
 
     def unavailable_reason(self, env: Environment) -> str | None:
         """Why this mutation does not apply here, or None."""
@@ -47,60 +49,78 @@ CATALOG: dict[str, Mutation] = {
             "(the bug fixed by thunder PR #591, 2024-06-14)",
             "legacy-sync",
             lambda: legacy.patch_sync_insertion(legacy.place_after_return),
+            killed_by="`bwd-sync-placement[*]`, `bwd-sync-runs-once[*]` (CPU too), `te-trace-invariants`, `ddp-first-step`",
         ),
         Mutation(
             "sync-missing",
             "the backward FP8 sync never inserted: backward amax/scale updates silently stop",
             "legacy-sync",
             lambda: legacy.patch_sync_insertion(legacy.place_nowhere),
+            killed_by="`bwd-sync-placement[*]`, `bwd-sync-runs-once[*]` (CPU too), `numerics[delayed]`",
         ),
         Mutation(
             "sync-duplicated",
             "the backward FP8 sync inserted twice: amax histories roll twice per step",
             "legacy-sync",
             lambda: legacy.patch_sync_insertion(legacy.place_twice),
+            killed_by="`bwd-sync-placement[*]`, `bwd-sync-runs-once[*]` (CPU too)",
         ),
         Mutation(
             "legacy-scale-perturbed",
             f"the legacy executor's forward scales off by a factor {patching.PERTURBATION} after every backward sync",
             "legacy-te",
             legacy.perturb_scale,
+            killed_by="`numerics[delayed]`, `ddp-first-step` (FP8 state, bitwise)",
         ),
         Mutation(
             "functional-scale-perturbed",
             f"the functional executor's scale update off by a factor {patching.PERTURBATION}",
             "functional-te",
             lambda: functional.patch_update(functional.perturbed),
+            killed_by="`ddp-first-step` (FP8 state, bitwise)",
         ),
         Mutation(
             "functional-amax-update-dropped",
             "the functional executor's per-linear amax/scale update does nothing",
             "functional-te",
             lambda: functional.patch_update(functional.dropped),
+            killed_by="`ddp-first-step` (FP8 state)",
         ),
         Mutation(
             "functional-no-cross-rank-reduction",
             "the functional amax update without its cross-rank all-reduce (before thunder PR #2404)",
             "functional-te",
             functional.no_cross_rank_reduction,
+            killed_by="`ddp-first-step` (FP8 state across ranks)",
+        ),
+        Mutation(
+            "fsdp-forward-amax-not-reduced",
+            "under thunder's FSDP the functional executor's forward amax updates skip their cross-rank all-reduce: each "
+            "rank's forward scales follow its own inputs",
+            "functional-te",
+            functional.no_forward_reduction_under_fsdp,
+            killed_by="`fsdp[*]`, `fsdp-llama[*]` (FP8 state across ranks and against the reference)",
         ),
         Mutation(
             "fp8-group-ignored",
             "the functional amax reduction over the default group instead of fp8_autocast's fp8_group",
             "functional-fp8-group",
             functional.fp8_group_ignored,
+            killed_by="`ddp-fp8-group-per-rank`, on a build that honours `fp8_group` (none does yet: its strict xfails)",
         ),
         Mutation(
             "first-module-token-kept",
             "the legacy executor stops consuming TE's first-module token, so TE syncs in backward too",
             "legacy-te",
             legacy.first_module_token_kept,
+            killed_by="`ddp-first-step` (2 syncs per backward, FP8 state)",
         ),
         Mutation(
             "autocast-wrapper-dropped",
             "the legacy forward program no longer wrapped in fp8_autocast: TE's modules run outside FP8",
             "legacy-te",
             lambda: legacy.patch_autocast_wrapper(lambda module: "# teparity mutant: fp8_autocast wrapper dropped"),
+            killed_by="`te-trace-invariants` (the run raises on TE's non-FP8 path)",
         ),
         Mutation(
             "autocast-recipe-dropped",
@@ -108,6 +128,7 @@ CATALOG: dict[str, Mutation] = {
             "recipe runs (numerically invisible when the user's recipe is the default)",
             "legacy-te",
             lambda: legacy.patch_autocast_wrapper(lambda module: module.TE_CTX_STR.replace(f"fp8_recipe={module.FP8_RECIPE_KEY}", "")),
+            killed_by="`te-trace-invariants` (forward-in-fp8-autocast; no number shows it when the recipe is the default)",
         ),
         Mutation(
             "forward-linear-recomputed",
@@ -115,18 +136,21 @@ CATALOG: dict[str, Mutation] = {
             "quantized tensors: a second GEMM per linear, and its quantization writes the amaxes again",
             "functional-te",
             lambda: functional.grad_transform(recompute_forward=True),
+            killed_by="`te-trace-invariants` (no forward TE linear in the backward)",
         ),
         Mutation(
             "functional-backward-update-missing",
             "the functional grad transform without the backward amax/scale update: grad_output scales never move",
             "functional-te",
             lambda: functional.grad_transform(backward_update=False),
+            killed_by="`te-trace-invariants` (one update per linear), `ddp-first-step`",
         ),
         Mutation(
             "amax-updates-duplicated",
             "every functional amax/scale update applied twice: histories roll twice per step",
             "functional-te",
             lambda: functional.patch_update(functional.twice),
+            killed_by="`ddp-first-step` (FP8 state)",
         ),
         Mutation(
             "checkpointing-transform-skipped",
@@ -134,6 +158,7 @@ CATALOG: dict[str, Mutation] = {
             "state again in the backward (twice per step)",
             "functional-checkpointing",
             functional.checkpointing_transform_skipped,
+            killed_by="`activation-checkpointing[jit-delayed]` (one update per FP8 state)",
         ),
         Mutation(
             "recipe-change-state-kept",
@@ -141,6 +166,7 @@ CATALOG: dict[str, Mutation] = {
             "old FP8 state",
             "functional-te",
             functional.recipe_state_kept,
+            killed_by="`recipe-change[alternate]` (a failure outside its known defect's signature)",
         ),
         Mutation(
             "autocast-linear-not-downcast",
@@ -148,12 +174,14 @@ CATALOG: dict[str, Mutation] = {
             "gets fp32 operands where eager TE's autocast computes in bfloat16",
             "te",
             distributed.linear_not_downcast_under_autocast,
+            killed_by="`torch-autocast` (a failure outside its known defect's signature)",
         ),
         Mutation(
             "ddp-gradient-not-reduced",
             "thunder's DDP transform leaves the last parameter unsynchronized: its gradient is never all-reduced",
             "ddp-transform",
             distributed.ddp_gradient_not_reduced,
+            killed_by="`ddp-transform-matches-torch-ddp` (CPU)",
         ),
         Mutation(
             "fsdp-gradient-not-reduced",
@@ -161,15 +189,23 @@ CATALOG: dict[str, Mutation] = {
             "sharded gradients are never summed across ranks",
             "fsdp-transform",
             distributed.fsdp_gradient_not_reduced,
+            killed_by="`fsdp-transform-matches-torch-fsdp[*]` (CPU)",
         ),
         Mutation(
             "checker-declines",
             "every TE executor's checker declines every linear: a silent fallback to torch",
             "te",
             distributed.decline_every_linear,
+            killed_by="`te-trace-invariants` (TE claims every linear)",
         ),
     )
 }
+
+
+def markdown_table() -> str:
+    """The catalog as the README's table: each mutation, the regression it stands for, and what kills it."""
+    rows = [f"| `{m.name}` | {m.description} | {m.killed_by} |" for m in CATALOG.values()]
+    return "\n".join(["| mutation | stands for | killed by |", "|---|---|---|", *rows]) + "\n"
 
 
 def active() -> list[str]:

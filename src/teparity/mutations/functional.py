@@ -56,7 +56,7 @@ def recipe_state_kept() -> None:
     it is called with next: a recipe change reuses the old state. Eager TE too keeps one state per module
     across DelayedScaling recipes, yet this is no fix of ``functional-new-recipe-object-resets-fp8-state``:
     on TE 2.20.2 ``recipe-change[alternate]`` then parts from eager TE at step 2, a failure outside that
-    entry's signature (docs/results/h200-te2.20.2-sixth/, call2)."""
+    entry's signature (docs/results/h200-te2.20.2-2bafd7a-killmatrix)."""
     impl = implementation()
     state_class = getattr(impl, "TERecipeState", None)
     if state_class is None:
@@ -72,6 +72,37 @@ def recipe_state_kept() -> None:
 def no_cross_rank_reduction() -> None:
     """The functional executor's amax all-reduce becomes a no-op (before thunder PR #2404)."""
     override(implementation(), "torch_dist", "all_reduce", lambda *args, **kwargs: None)
+
+
+def no_forward_reduction_under_fsdp() -> None:
+    """Under thunder's FSDP only, the functional executor's forward amax updates skip their all-reduce: each rank's
+    forward scales follow its own inputs, while DDP runs (and every backward update) reduce as before. The forward
+    of a module that ``thunder.distributed.fsdp`` returned is marked while it runs."""
+    import threading
+
+    import thunder.distributed
+
+    impl = implementation()
+    real_all_reduce, real_fsdp = impl.torch_dist.all_reduce, thunder.distributed.fsdp
+    forward = threading.local()
+
+    def fsdp(*args: Any, **kwargs: Any) -> Any:
+        model = real_fsdp(*args, **kwargs)
+        real_forward = model.forward
+
+        def marked(*inputs: Any, **named: Any) -> Any:
+            forward.under_fsdp = True
+            try:
+                return real_forward(*inputs, **named)
+            finally:
+                forward.under_fsdp = False
+
+        model.forward = marked
+        return model
+
+    thunder.distributed.fsdp = fsdp
+    override(impl, "torch_dist", "all_reduce",
+             lambda *args, **kwargs: None if getattr(forward, "under_fsdp", False) else real_all_reduce(*args, **kwargs))
 
 
 def fp8_group_ignored() -> None:

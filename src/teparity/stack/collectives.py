@@ -5,8 +5,8 @@ The fsdp tier needs, on CUDA tensors, what thunder's FSDP and torch's FSDP2 issu
 with SUM after a pre-division), ``all_reduce`` (TE's amax reduction, MAX) and ``broadcast``.
 ``probe_gloo_cuda`` runs each on 2 gloo ranks sharing cuda:0 (``scripts/gloo_cuda_collectives_probe.py``
 prints its table on a GPU host): with torch 2.11.0 all of them run, and still torch FSDP2 crashed there,
-so on gloo with a GPU the tier skips with that evidence (``teparity.stack.reasons.fsdp_backend_unfit``)
-without probing again.
+so on gloo with a GPU the tier takes torch DDP as its reference instead, with that evidence
+(``teparity.stack.reasons.fsdp_backend_unfit``), without probing again.
 """
 
 from __future__ import annotations

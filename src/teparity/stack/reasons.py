@@ -144,19 +144,19 @@ def recipe_declined(recipe_class: str, executor: ExecutorKind) -> str | None:
 
 #: Set to 1 to run the fsdp tier on gloo ranks sharing one GPU anyway (to measure it again).
 FSDP_ON_GLOO_VARIABLE = "TEPARITY_FSDP_ON_GLOO"
-#: Measured on one H200 (docs/results/h200-te2.9.0-features/call2-65ae0b1, fsdp-gloo.*): every
+#: Measured on one H200 (docs/results/h200-te2.9.0-65ae0b1-features, fsdp-gloo.*): every
 #: collective the tier needs ran on gloo with CUDA tensors, and still torch FSDP2 did not get through its first step.
 FSDP2_GLOO_ONE_GPU = (
-    "torch FSDP2 (fully_shard over te.Linear) on 2 gloo ranks sharing one H200 crashed in its first step: rank 0 "
-    "died of SIGSEGV in DTensor.full_tensor (torch 2.11.0+cu130, TE 2.9.0, 2026-12-01), although "
-    "all_gather_into_tensor, reduce_scatter_tensor, all_reduce and broadcast each ran there on CUDA tensors; the "
-    f"fsdp tier needs NCCL, one GPU per rank ({FSDP_ON_GLOO_VARIABLE}=1 runs it on gloo anyway)"
+    "torch FSDP2 (fully_shard over te.Linear) on gloo ranks sharing one GPU dies of SIGSEGV in its first step (rank 0, "
+    "in DTensor.full_tensor; torch 2.11.0+cu130, TE 2.9.0), although every collective it needs runs there on CUDA "
+    f"tensors ({FSDP_ON_GLOO_VARIABLE}=1 takes FSDP2 anyway)"
 )
 
 
 def fsdp_backend_unfit(backend: str, gpus: int) -> str | None:
-    """Why the fsdp tier does not run on this backend, or None: on gloo with a GPU, the FSDP2 crash seen
-    there, unless ``FSDP_ON_GLOO_VARIABLE`` is 1 (then a collective gloo refuses fails the test)."""
+    """Why torch FSDP2 over ``te.Linear`` cannot be the fsdp tier's reference on this backend, or None: on gloo with
+    a GPU, the crash seen there, unless ``FSDP_ON_GLOO_VARIABLE`` is 1 (the tier then takes torch DDP instead:
+    ``teparity.inrank.fsdp_sides``)."""
     if backend != "gloo" or not gpus or os.environ.get(FSDP_ON_GLOO_VARIABLE) == "1":
         return None
     return FSDP2_GLOO_ONE_GPU
