@@ -43,6 +43,8 @@ def _run(args: argparse.Namespace, after: list[str], own: dict[str, argparse.Arg
         return reports.mutations()
     if command == "summary":
         return reports.summary(args.report, args.exit_status)
+    if command == "diff":
+        return reports.diff(args.before, args.after)
     if command == "matrix":
         return reports.matrix(args.reports, args.output, args.along)
     if command == "durations":

@@ -14,6 +14,8 @@ import pytest
 from teparity.gate.report import ParityReport, TestOutcome
 from teparity.gate.table import terminal_table
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 def test_a_failure_dominates_a_cell_and_a_skip_keeps_its_reason() -> None:
     report = ParityReport(environment={})
@@ -243,3 +245,21 @@ def test_doctor_covers_every_tier_of_the_gate() -> None:
     testpaths = re.findall(r'"([^"]+)"', re.search(r"^testpaths = \[(.*)\]$", (root / "pyproject.toml").read_text(), re.M).group(1))
     named = " ".join(tiers(environment(), "gloo"))
     assert all(f"({path})" in named for path in testpaths), (testpaths, named)
+
+
+def test_diff_names_each_test_two_reports_judged_differently(tmp_path: Path) -> None:
+    """``diff`` of two runs: exit 0 and a count where they agree; exit 1 and the test, with both verdicts, where one
+    test's evidence changed."""
+    before = REPO / "docs" / "results" / "cpu-refactor-4306794-bb0deed" / "gate-4306794.json"
+    same = subprocess.run([sys.executable, "-m", "teparity", "diff", str(before), str(before)], capture_output=True, text=True)
+    assert same.returncode == 0 and same.stdout.startswith("0 of 84 tests differ"), same.stdout + same.stderr
+    data = json.loads(before.read_text())
+    test = data["results"][0]["tests"][0]
+    test["evidence"] += "; one more number"
+    after = tmp_path / "after.json"
+    after.write_text(json.dumps(data))
+    changed = subprocess.run([sys.executable, "-m", "teparity", "diff", str(before), str(after)], capture_output=True, text=True)
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    assert changed.stdout.splitlines()[:3] == [test["nodeid"], f"  - {test['outcome']}: {test['evidence'].removesuffix('; one more number')}",
+                                              f"  + {test['outcome']}: {test['evidence']}"], changed.stdout
+    assert changed.stdout.rstrip().endswith(f"1 of 84 tests differ between {before} and {after}"), changed.stdout

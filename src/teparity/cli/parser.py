@@ -12,7 +12,7 @@ from teparity.tools.bench import MODES
 from teparity.tools.bisect import PACKAGES, valid_version
 
 DESCRIPTION = """The commands around the teparity gate: doctor (what this machine can run, and why not), matrix (parity
-reports merged into a markdown compatibility table), kill-matrix (the gate clean and under each applicable
+reports merged into a markdown compatibility table), diff (what two parity reports judged differently), kill-matrix (the gate clean and under each applicable
 mutation), known-defects (the registry as markdown), mutations (the mutation catalog as markdown), summary (a report as markdown for a CI job), bench (the gate with fresh, warm, forked and served ranks:
 wall times, ratios, identical verdicts), repeat (the gate N times: every verdict or number that changed), serve (a
 command whose pytest runs fork their ranks from one fork server), bisect (the first thunder build or TE release
@@ -31,7 +31,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
     commands.add_parser("doctor", help="what this machine can run, tier by tier, and why not")
     commands.add_parser("known-defects", help="the known upstream defects registry as markdown")
     commands.add_parser("mutations", help="the mutation catalog as markdown: each regression and the checks that kill it")
-    own = {"summary": _summary(commands), "matrix": _matrix(commands), "durations": _durations(commands), "kill-matrix": _kill_matrix(commands),
+    own = {"summary": _summary(commands), "diff": _diff(commands), "matrix": _matrix(commands), "durations": _durations(commands), "kill-matrix": _kill_matrix(commands),
            "bench": _bench(commands), "repeat": _repeat(commands), "serve": _serve(commands), "bisect": _bisect(commands)}
     return top, own
 
@@ -43,6 +43,14 @@ def _summary(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     summing.add_argument("--exit-status", type=int, metavar="N",
                          help="the gate's exit status (where the report is missing, the summary says the run stopped first)")
     return summing
+
+
+def _diff(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    compare = commands.add_parser("diff", help="the tests whose verdict or evidence differs between two parity reports "
+                                  "(exit 1 if any)")
+    compare.add_argument("before", type=Path, metavar="BEFORE.json")
+    compare.add_argument("after", type=Path, metavar="AFTER.json")
+    return compare
 
 
 def _matrix(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -1,6 +1,6 @@
 """The commands that read parity reports: ``matrix`` (reports merged into a markdown compatibility table),
-``durations`` (the expected test durations that order a run under ``-n``) and ``known-defects`` (the registry as
-markdown)."""
+``durations`` (the expected test durations that order a run under ``-n``), ``diff`` (what two runs judged
+differently), ``summary`` (a report as markdown for a CI job), and the registry and catalog as markdown."""
 
 from __future__ import annotations
 
@@ -79,6 +79,24 @@ def durations(paths: list[Path], output: Path | None) -> int:
     else:
         output.write_text(text)
     return 0
+
+
+def diff(before: Path, after: Path) -> int:
+    """Every test whose verdict or evidence differs between two reports, or that one of them lacks (times, commit
+    and the runs' own temporary paths aside): exit 0 where there is none, 1 where there is."""
+    from teparity.tools.bench import differing_tests, verdicts
+
+    if (reports := _reports("diff", [before, after])) is None:
+        return 2
+    old, new = (report.to_json() for report in reports)
+    changed = differing_tests(old, new)
+    for node in changed:
+        print(node)
+        for side, report in (("-", old), ("+", new)):
+            outcome, evidence = verdicts(report).get(node, ("absent", ""))
+            print(f"  {side} {outcome}" + (f": {evidence}" if evidence else ""))
+    print(f"{len(changed)} of {len(set(verdicts(old)) | set(verdicts(new)))} tests differ between {before} and {after}")
+    return 1 if changed else 0
 
 
 def _source(path: Path) -> str:
