@@ -23,6 +23,19 @@ Snapshot = dict[str, dict[str, dict[str, Any]]]
 ScaleUpdate = Literal["fused", "python"]
 
 
+#: The eager models of known upstream defects (``PairSpec.model``; built by ``teparity.inrank.defect_models``): every
+#: linear run by torch on the parameters; one FP8 state per thunder cache entry (the micro-batches without the
+#: gradient all-reduce and the one with it); a fresh FP8 state whenever the recipe object changes; TE quantizing bf16
+#: copies of fp32 input and parameters (torch.autocast); the checkpointed linears that thunder recomputes recomputed
+#: in the backward under FP8, recording their amaxes again.
+TORCH_LINEARS = "torch-linears"
+STATE_PER_CACHE_ENTRY = "state-per-cache-entry"
+FRESH_STATE_PER_RECIPE_OBJECT = "fresh-state-per-recipe-object"
+BF16_COPIES = "bf16-copies"
+RECOMPUTED_UNDER_FP8 = "recomputed-under-fp8"
+EAGER_MODELS = (TORCH_LINEARS, STATE_PER_CACHE_ENTRY, FRESH_STATE_PER_RECIPE_OBJECT, BF16_COPIES, RECOMPUTED_UNDER_FP8)
+
+
 @dataclasses.dataclass(frozen=True)
 class Case:
     """A model and input shape. Feature sizes and the flattened leading size are multiples of 16."""
@@ -96,6 +109,9 @@ class PairSpec:
     train: bool = _feature(True, lambda on: None if on else "no-grad forward passes only")
     #: ``torch.autocast`` around the forward with this dtype ("bfloat16"), on both sides.
     torch_autocast: str | None = _feature(None, lambda dtype: f"torch.autocast({dtype})" if dtype else None)
+    #: The eager side only: a known upstream defect's model (``teparity.inrank.defect_models``), eager TE built to do
+    #: what thunder does wrong; None: eager TE itself, the true reference.
+    model: str | None = None
 
     def variant(self) -> str:
         """The program variant in words ("" for plain training under thunder.jit), for messages: each feature
@@ -158,6 +174,16 @@ class Pair:
     eager: list[list[CaseRun]]
     thunder: list[list[CaseRun]]
     eager_fused: list[list[CaseRun]] | None = None
+    #: Where a known upstream defect with a model covers the test: that model's eager side (the spec's ``model``
+    #: names it), which thunder must match under the full rules (``teparity.gate.pairs.Pairs.judge``).
+    modeled: list[list[CaseRun]] | None = None
+    model_spec: PairSpec | None = None
+
+    def against_model(self) -> Pair:
+        """This pair with the model as its eager side (its spec names the model: the judges read what it predicts)."""
+        if self.modeled is None or self.model_spec is None:
+            raise ValueError("this pair ran no defect model")
+        return dataclasses.replace(self, spec=self.model_spec, eager=self.modeled, eager_fused=None, modeled=None, model_spec=None)
 
     def first_steps(self, steps: int) -> Pair:
         """The same pair judged over its first ``steps`` steps only (every side records step by step)."""
@@ -170,6 +196,7 @@ class Pair:
         return dataclasses.replace(
             self, spec=dataclasses.replace(self.spec, steps=steps),
             eager=cut(self.eager), thunder=cut(self.thunder), eager_fused=cut(self.eager_fused),
+            modeled=cut(self.modeled), model_spec=self.model_spec and dataclasses.replace(self.model_spec, steps=steps),
         )
 
 

@@ -18,6 +18,7 @@ import pytest
 
 from teparity import checks
 from teparity.gate.pairs import Pairs
+from teparity.judge.compare import Comparison
 from teparity.judge.fsdp_order import order_differences, placement
 from teparity.judge.parity import fused_update_deviation, steps_compared_with_eager, sync_counts
 from teparity.records import Case, Pair, PairSpec
@@ -61,14 +62,20 @@ def _assert_fsdp_parity(pair: Pair, parity: Pairs) -> None:
     spec, world_size = pair.spec, pair.world_size
     ctx = (f"{parity.context(pair)}; thunder fsdp {spec.fsdp}, bucketing {spec.fsdp_bucketing or 'NONE'} against "
            f"{REFERENCES[spec.fsdp_reference]}")
-    result = parity.assert_parity(pair, ctx)
-    if spec.executor == "legacy":
-        counts = sync_counts(pair.thunder)
-        wrong = {r: c for r, by_case in counts.items() for c in by_case.values() if c != [spec.micro_batches] * spec.steps}
-        assert not wrong, f"backward syncs per step should be {spec.micro_batches} on every rank and case, got {counts}; {ctx}"
-    if differences := order_differences(pair.thunder):
-        pytest.fail("\n".join([f"{len(differences)} rank(s) part in the order of collectives; {ctx}", *differences]),
-                    pytrace=False)
+
+    def verdict(judged: Pair) -> Comparison:
+        """The pair against its reference, then what thunder alone must hold (TE's syncs where TE runs)."""
+        result = parity.assert_parity(judged, ctx)
+        model = (entry := parity.against_model()) and entry.model
+        if spec.executor == "legacy" and not (model and not model.te_claims):
+            counts = sync_counts(judged.thunder)
+            wrong = {r: c for r, by_case in counts.items() for c in by_case.values() if c != [spec.micro_batches] * spec.steps}
+            assert not wrong, f"backward syncs per step should be {spec.micro_batches} on every rank and case, got {counts}; {ctx}"
+        if differences := order_differences(judged.thunder):
+            raise AssertionError("\n".join([f"{len(differences)} rank(s) part in the order of collectives; {ctx}", *differences]))
+        return result
+
+    result = parity.judge(pair, verdict)
     shape = f"{len(spec.cases)} cases x {spec.steps} steps x {spec.micro_batches} micro-batch(es)"
     if (compared := steps_compared_with_eager(spec, world_size)) < spec.steps:
         shape += f", compared with eager TE at the first {compared} step(s) (3+ ranks reduce in another order)"

@@ -26,6 +26,11 @@ RECIPE_CHANGE = "tests/features/test_feature_parity.py::test_recipe_changes_betw
 AUTOCAST = "tests/features/test_feature_parity.py::test_training_under_torch_autocast_matches_eager_te"
 
 FSDP = "tests/fsdp/test_fsdp_parity.py::test_fsdp_matches_the_reference"
+INFERENCE = "tests/features/test_feature_parity.py::test_no_grad_forward_matches_eager_te"
+GRAD_ACCUMULATION = "tests/ddp/test_ddp_parity.py::test_gradient_accumulation_matches_no_sync"
+LLAMA_GRAD_ACCUMULATION = "tests/ddp/test_ddp_parity.py::test_llama_block_gradient_accumulation_matches_no_sync"
+#: A known test's kill: thunder no longer matches the entry's model (``teparity.gate.pairs.ModelParted``).
+OFF_THE_MODEL = "thunder differs from the model of known upstream defect"
 
 #: mutation -> (tests that must fail, any of these lines must be in the output). The killing tests pass on a clean
 #: run of thunder 0.2.6 with TE 2.9 (the functional executor's multi-step numerics do not: docs/results/), so that
@@ -48,13 +53,22 @@ KILLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "amax-updates-duplicated": ((f"{FIRST_STEP}[functional]",), ("amax_history differs",)),
     "checker-declines": ((f"{TRACES}[legacy]", f"{TRACES}[functional]"), ("silent fallback",)),
     "recipe-change-state-kept": ((f"{RECIPE_CHANGE}[functional-alternate]",), ("output: Tensor-likes are not equal",)),
-    "autocast-linear-not-downcast": ((f"{AUTOCAST}[functional]",), ("input grad: Tensor-likes are not close",)),
+    # Not downcasting is eager TE's own behaviour: the entry's defect is gone, an XPASS.
+    "autocast-linear-not-downcast": ((f"{AUTOCAST}[functional]",), ("input grad: Tensor-likes are not close", "XPASS")),
+    "no-grad-torch-linear-off": ((f"{INFERENCE}[functional-delayed]",), (OFF_THE_MODEL,)),
+    "recipe-change-state-of-another-history": ((f"{RECIPE_CHANGE}[functional-alternate]", f"{RECIPE_CHANGE}[functional-rebuilt]"),
+                                               (OFF_THE_MODEL,)),
+    "no-sync-weight-grads-scaled": ((f"{GRAD_ACCUMULATION}[functional]", f"{LLAMA_GRAD_ACCUMULATION}[functional]"),
+                                    (OFF_THE_MODEL,)),
+    "fp8-group-amax-summed": ((f"{FP8_GROUP}[functional-per-rank]",), (OFF_THE_MODEL,)),
     "fsdp-forward-amax-not-reduced": ((f"{FSDP}[functional-zero2]",), ("vs rank 0", "amax_history differs")),
 }
 KILLING_TESTS = sorted({t for killing, _ in KILLS.values() for t in killing})
 #: Killing tests that are strict xfails (known defects) on a clean run of that stack: their clean run must be known,
 #: not a pass (lines seen in docs/results/h200-te2.20.2-2bafd7a-killmatrix).
-KNOWN_CLEAN = {f"{RECIPE_CHANGE}[functional-alternate]", f"{AUTOCAST}[functional]"}
+KNOWN_CLEAN = {f"{RECIPE_CHANGE}[functional-alternate]", f"{RECIPE_CHANGE}[functional-rebuilt]", f"{AUTOCAST}[functional]",
+               f"{INFERENCE}[functional-delayed]", f"{GRAD_ACCUMULATION}[functional]", f"{LLAMA_GRAD_ACCUMULATION}[functional]",
+               f"{FP8_GROUP}[functional-per-rank]"}
 
 
 @pytest.fixture(autouse=True)
@@ -70,6 +84,9 @@ def test_the_clean_run_of_every_killing_test_passes(test: str, tmp_path: Path) -
     assert run.returncode == 0, run.output[-6000:]
     expected = "known" if test in KNOWN_CLEAN else "pass"
     assert run.tests_that(expected) == {test}, f"{test} should be {expected}: {run.report.get('results')}"
+    if expected == "known":  # and held: by its model, or by a bounded signature
+        record = next(t for result in run.report["results"] for t in result["tests"] if t["nodeid"] == test)
+        assert record["modeled"] == "pass" or record["bounded"], record
 
 
 @pytest.mark.parametrize("mutation", sorted(KILLS))

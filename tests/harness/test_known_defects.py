@@ -43,14 +43,15 @@ GEMM = "RuntimeError: cublaslt_gemm.cu:724 in function cublas_gemm: Unable to fi
 FP32_BIAS = Case(activation=None, dtype="float32", bias=True)
 
 
-def _env(*, legacy_te_error: str | None = None, honors_group: bool = False) -> Environment:
+def _env(*, legacy_te_error: str | None = None, honors_group: bool = False, functional_te_error: str | None = None) -> Environment:
     return Environment(
         versions=Versions(torch="2.11.0", thunder="0.2.6", transformer_engine="2.12.0"),
         gpus=(),
         executors={
             "legacy": ExecutorInfo("legacy", "m", "a", executor_present=True, te_imports_failed=legacy_te_error,
                                    honors_fp8_group=honors_group),
-            "functional": ExecutorInfo("functional", "m", "a", executor_present=True, honors_fp8_group=honors_group),
+            "functional": ExecutorInfo("functional", "m", "a", executor_present=True, te_imports_failed=functional_te_error,
+                                       honors_fp8_group=honors_group),
         },
         te_import_error=None,
         thunder_import_error=None,
@@ -270,6 +271,16 @@ SIGNATURES: dict[str, tuple[BaseException, Environment, list[tuple[str, BaseExce
         [
             ("some linears held", SilentFallback("1 of 2", executor="functional", claimed=1, linears=2), _env()),
             ("the executor lost TE", SilentFallback("0 of 2", executor="legacy", claimed=0, linears=2), _env(legacy_te_error=CPU_OFFLOAD)),
+            ("numbers differ", _parted(), _env()),
+        ],
+    ),
+    "functional-declines-current-scaling": (
+        SilentFallback("0 of 2", executor="functional", claimed=0, linears=2),
+        _env(),
+        [
+            ("some linears held", SilentFallback("1 of 2", executor="functional", claimed=1, linears=2), _env()),
+            ("the executor lost TE", SilentFallback("0 of 2", executor="functional", claimed=0, linears=2),
+             _env(legacy_te_error=CPU_OFFLOAD, functional_te_error=CPU_OFFLOAD)),
             ("numbers differ", _parted(), _env()),
         ],
     ),
@@ -888,3 +899,56 @@ def test_the_sdpa_pairing_matches_where_every_rank_raised_it_and_only_on_a_torch
     assert not entry.holds_for_versions(Versions("2.4.1", "0.2.0.dev20240728", "1.8.0"))
     assert entry.excluded(Versions("2.4.1", "0.2.0.dev20240728", "1.8.0")) == ["torch 2.4.1 not in `>=2.5`"]
     assert not entry.holds_for_versions(Versions("2.11.0", "0.2.0.dev20240804", "1.8.0"))
+
+
+def _newest_seen_in_the_reports() -> dict[str, tuple[str | None, str | None]]:
+    """Per entry, the newest thunder and TE of the committed reports with a test known as that entry (where none has
+    one: of the reports under the entry's ``seen`` runs)."""
+    from packaging.version import Version
+
+    def newer(a: str | None, b: str | None) -> str | None:
+        return b if a is None else a if b is None else max(a, b, key=Version)
+
+    reports = []
+    for path in sorted((REPO / "docs" / "results").rglob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except ValueError:
+            continue
+        if isinstance(data, dict) and "results" in data and "environment" in data:
+            reports.append((path.relative_to(REPO).as_posix(), data))
+    newest: dict[str, tuple[str | None, str | None]] = {}
+
+    def see(entry_id: str, data: dict) -> None:
+        versions = data["environment"].get("versions", {})
+        thunder, te = newest.get(entry_id, (None, None))
+        newest[entry_id] = (newer(thunder, versions.get("thunder")), newer(te, versions.get("transformer_engine")))
+
+    for _, data in reports:
+        for entry_id in {t.get("known_defect") for r in data["results"] for t in r["tests"] if t["outcome"] in ("known", "xfail")}:
+            if entry_id:
+                see(entry_id, data)
+    for entry in REGISTRY:
+        if entry.id not in newest:
+            for path, data in reports:
+                if any(path.startswith(seen + "/") for seen in entry.seen):
+                    see(entry.id, data)
+    return {entry.id: newest.get(entry.id, (None, None)) for entry in REGISTRY}
+
+
+def test_the_newest_versions_seen_per_entry_are_the_committed_reports() -> None:
+    """teparity.known.seen is what the reports under docs/results/ show: a new run that shows an entry on a newer
+    stack moves it, and the header's extrapolation follows."""
+    from teparity.known.seen import NEWEST_SEEN
+
+    expected = _newest_seen_in_the_reports()
+    assert NEWEST_SEEN == expected, "regenerate src/teparity/known/seen.py's NEWEST_SEEN: " + json.dumps(expected, indent=1)
+
+
+def test_a_stack_newer_than_every_run_that_showed_an_entry_is_named_extrapolated() -> None:
+    newest = Versions(torch="2.11.0", thunder="0.2.7.dev20260301", transformer_engine="2.20.2")
+    said = known_defects.extrapolated(newest)
+    assert any(s.startswith("grad-accumulation-fp8-state-per-cache-entry (thunder 0.2.7.dev20260301 > 0.2.7.dev20260201)")
+               for s in said), said
+    seen = Versions(torch="2.11.0", thunder="0.2.7.dev20260201", transformer_engine="2.20.2")
+    assert not any(s.startswith("grad-accumulation-fp8-state-per-cache-entry") for s in known_defects.extrapolated(seen))

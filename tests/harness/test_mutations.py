@@ -59,6 +59,10 @@ GPU_ONLY = {
     "legacy-scale-perturbed",
     "recipe-change-state-kept",
     "fsdp-forward-amax-not-reduced",
+    "no-grad-torch-linear-off",
+    "recipe-change-state-of-another-history",
+    "no-sync-weight-grads-scaled",
+    "fp8-group-amax-summed",
 }
 
 

@@ -41,12 +41,19 @@ def rank_runner(request: pytest.FixtureRequest) -> RankRunner:
 
 
 @pytest.fixture
-def parity(teparity_env: Any, rank_runner: RankRunner, backend: str, evidence: Callable[[str], None]) -> Pairs:
+def parity(request: pytest.FixtureRequest, teparity_env: Any, rank_runner: RankRunner, backend: str,
+           evidence: Callable[[str], None]) -> Pairs:
     """Run a parity pair (eager TE against thunder + an executor) on the session's ranks and judge it
-    (``teparity.gate.pairs.Pairs``)."""
+    (``teparity.gate.pairs.Pairs``); where a known defect with a model covers the test, against that model too."""
+    from teparity.gate.known_marks import covering
     from teparity.gate.pairs import Pairs
 
-    return Pairs(teparity_env, rank_runner, backend, evidence)
+    modeled_by = next((entry for entry in covering(request.node) if entry.model is not None), None)
+
+    def note(key: str, value: Any) -> None:
+        request.node.user_properties.append((key, value))
+
+    return Pairs(teparity_env, rank_runner, backend, evidence, modeled_by, note)
 
 
 @pytest.fixture

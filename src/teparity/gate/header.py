@@ -6,7 +6,7 @@ import os
 
 from teparity.gate.settings import Settings
 from teparity.gate.table import HEADER_INDENT, wrapped
-from teparity.known.registry import registered_for
+from teparity.known.registry import extrapolated, registered_for
 from teparity.stack import reasons
 from teparity.stack.environment import Environment
 from teparity.stack.versions import Versions
@@ -51,4 +51,7 @@ def _said(settings: Settings, env: Environment, launch: str, rank_environment: d
             f"teparity: known upstream defects on these versions (strict xfails on their signature; --runxfail "
             f"runs them as plain tests): {', '.join(registered)}"
         )
+    if beyond := extrapolated(Versions.installed()):
+        lines.append("teparity: known upstream defects held by extrapolation (this stack is newer than every run that "
+                     f"showed them): {'; '.join(beyond)}")
     return lines

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from teparity import checks
-from teparity.gate.report import KNOWN_PROPERTY, NEAR_MISS_PROPERTY, ROW_PROPERTY
+from teparity.gate.report import BOUNDED_PROPERTY, KNOWN_PROPERTY, NEAR_MISS_PROPERTY, ROW_PROPERTY
 from teparity.gate.settings import probed_environment
 from teparity.known import registry
 from teparity.known.defect import KnownDefect, NearMiss
@@ -20,6 +20,11 @@ from teparity.stack.versions import Versions
 
 #: The registry entries that cover an item on the installed stack.
 _COVERED = pytest.StashKey[list[KnownDefect]]()
+
+
+def covering(item: pytest.Item) -> list[KnownDefect]:
+    """The registry entries that cover ``item`` on the installed stack (none where it is no gate test)."""
+    return item.stash.get(_COVERED, [])
 
 
 def row_of(item: pytest.Item) -> tuple[str, str | None] | None:
@@ -81,6 +86,8 @@ def _judged(item: pytest.Item, error: BaseException) -> BaseException:
     entry = registry.match(item.stash.get(_COVERED, []), error, env)
     if entry is not None:
         item.user_properties.append((KNOWN_PROPERTY, entry.id))
+        if entry.signature.bounded:
+            item.user_properties.append((BOUNDED_PROPERTY, True))
         return entry.seen_type(f"[known upstream defect {entry.id}] {error}")
     tag = dict(item.user_properties).get(ROW_PROPERTY)
     versions = Versions.installed()

@@ -12,23 +12,52 @@ from __future__ import annotations
 import collections
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 from teparity.gate.ranks import RankRunner
+from teparity.gate.report import MODEL_PROPERTY, NUMBERS_PROPERTY
 from teparity.judge.compare import Comparison
 from teparity.judge.parity import assert_parity, context, reference_update
+from teparity.known.defect import KnownDefect
 from teparity.records import CaseRun, Pair, PairSpec, ScaleUpdate
 from teparity.stack import reasons
 
 SideKey = tuple[str, PairSpec, int, ScaleUpdate | None]
+Verdict = TypeVar("Verdict")
+
+
+class ModelParted(AssertionError):
+    """thunder differs from the model of the known defect that covers the test: more than that defect is wrong.
+    No registry entry matches it, so the test fails."""
 
 
 def feature_reason(spec: PairSpec, thunder: str | None) -> str | None:
     """Why this thunder cannot run the spec's program variant at all (absent by design), or None."""
     changes = bool(spec.recipe_ids_by_step or spec.new_recipe_each_step)
     return reasons.feature_absent(spec.executor, thunder, recipe_changes=changes, compile_path=spec.compile_path)
+
+
+def _numbers(result: Any) -> dict[str, Any]:
+    """A comparison's numbers for the report: tensors compared, the largest difference and the rule, per quantity."""
+    if not isinstance(result, Comparison):
+        return {}
+    by_quantity: dict[str, float] = {}
+    for quantity, value in result.max_abs.items():
+        base = quantity.split("@")[0]
+        by_quantity[base] = max(by_quantity.get(base, 0.0), value)
+    return {"tensors_compared": result.compared, "max_abs": by_quantity, "max_ulps": dict(result.max_ulps),
+            "allowed": dict(result.allowed)}
+
+
+def _eager_spec(spec: PairSpec) -> PairSpec:
+    """The eager side's spec: it never consults the executor, nor thunder's FSDP bucketing; the DDP reference of an
+    FSDP pair does not shard (one run serves ZeRO2 and ZeRO3)."""
+    eager_spec = dataclasses.replace(spec, executor="legacy", fsdp_bucketing=None)
+    if spec.fsdp and spec.fsdp_reference == "ddp":
+        eager_spec = dataclasses.replace(eager_spec, fsdp="ZERO2")
+    return eager_spec
 
 
 #: Side runs of this process, newest last (module docstring).
@@ -43,6 +72,11 @@ class Pairs:
     #: The multi-rank backend (one-rank runs use gloo).
     backend: str
     record: Callable[[str], None]
+    #: The known upstream defect with a model that covers this test on this stack (``known_marks.covering``).
+    modeled_by: KnownDefect | None = None
+    #: Record a (key, value) of the test for the parity report (``teparity.gate.report``'s properties).
+    note: Callable[[str, Any], None] = lambda key, value: None
+    _against: KnownDefect | None = None
 
     def run(self, spec: PairSpec, *, world_size: int = 1, measure_fused: bool = False) -> Pair:
         """Eager TE on the executor's scale-update path and thunder + the executor; with
@@ -57,29 +91,61 @@ class Pairs:
         ):
             pytest.skip(reason)
         update = reference_update(spec.executor)
-        wanted = [("eager", update), ("thunder", None)]
+        eager_spec = _eager_spec(spec)
+        wanted = [("eager", eager_spec, update), ("thunder", spec, None)]
+        model_spec = self.modeled_by.model.applied(eager_spec) if self.modeled_by and self.modeled_by.model else None
+        if model_spec is not None:
+            wanted.append(("eager", model_spec, update))
         if measure_fused and update != "fused":
-            wanted.append(("eager", "fused"))
-        eager, thunder, *fused = self._sides(spec, world_size, wanted)
+            wanted.append(("eager", eager_spec, "fused"))
+        eager, thunder, *more = self._sides(spec, world_size, wanted)
+        modeled = more.pop(0) if model_spec is not None else None
         backend = self.backend if world_size > 1 else "gloo"
-        return Pair(spec, world_size, backend, update, eager, thunder, fused[0] if fused else None)
+        return Pair(spec, world_size, backend, update, eager, thunder, more[0] if more else None, modeled,
+                    self.modeled_by.model.applied(spec) if model_spec is not None else None)
 
-    def _sides(self, spec: PairSpec, world_size: int, wanted: list[tuple[str, ScaleUpdate | None]]) -> list[list[list[CaseRun]]]:
-        """Each wanted (side, scale update) of ``spec``: from ``_SIDE_RUNS``, or run, all those not kept there
-        side by side (``RankRunner.side_by_side``)."""
+    def judge(self, pair: Pair, verdict: Callable[[Pair], Verdict]) -> Verdict:
+        """``verdict`` of the pair. Where a known defect's model covers the test, thunder is judged against the true
+        reference first (a pass is the XPASS that retires the entry), and where it fails there, against the model by
+        the same rules: it must pass there, or the test fails as ``ModelParted`` (more than the defect differs)."""
+        __tracebackhide__ = True
+        if pair.modeled is None or self.modeled_by is None:
+            return self._numbers(verdict(pair))
+        try:
+            return self._numbers(verdict(pair))
+        except AssertionError as reference:
+            entry, self._against = self.modeled_by, self.modeled_by
+            try:
+                modeled = verdict(pair.against_model())
+            except AssertionError as parted:
+                head = str(reference).splitlines()[0][:300]
+                raise ModelParted(
+                    f"thunder differs from the model of known upstream defect {entry.id} ({entry.model.words}), so more "
+                    f"than that defect is wrong here: {parted}\n(against eager TE itself: {head})"
+                ) from None
+            finally:
+                self._against = None
+            self.note(MODEL_PROPERTY, {"entry": entry.id, "modeled": "pass", **_numbers(modeled)})
+            raise
+
+    def _numbers(self, result: Verdict) -> Verdict:
+        """Record what a passing verdict compared: the tensors, the largest difference and the rule of each quantity."""
+        self.note(NUMBERS_PROPERTY, _numbers(result))
+        return result
+
+    def _sides(self, spec: PairSpec, world_size: int, wanted: list[tuple[str, PairSpec, ScaleUpdate | None]]) -> list[list[list[CaseRun]]]:
+        """Each wanted (side, its spec, scale update): from ``_SIDE_RUNS``, or run, all those not kept there side by
+        side (``RankRunner.side_by_side``)."""
         if spec.fsdp:  # thunder fsdp against torch FSDP2 (teparity.inrank.fsdp_sides)
             from teparity.inrank.fsdp_sides import run_eager_fsdp as run_eager
             from teparity.inrank.fsdp_sides import run_thunder_fsdp as run_thunder
         else:
             from teparity.inrank.sides import run_eager, run_thunder
-        # The eager side never consults the executor, nor thunder's FSDP bucketing; the DDP reference of an FSDP pair
-        # does not shard (one run serves ZeRO2 and ZeRO3).
-        eager_spec = dataclasses.replace(spec, executor="legacy", fsdp_bucketing=None)
-        if spec.fsdp and spec.fsdp_reference == "ddp":
-            eager_spec = dataclasses.replace(eager_spec, fsdp="ZERO2")
-        keys: list[SideKey] = [(side, eager_spec if side == "eager" else spec, world_size, update) for side, update in wanted]
+        keys: list[SideKey] = [(side, side_spec, world_size, update) for side, side_spec, update in wanted]
         missing = list(dict.fromkeys(key for key in keys if key not in _SIDE_RUNS))
-        calls = [(run_eager, (spec, key[3])) if key[0] == "eager" else (run_thunder, (spec,)) for key in missing]
+        # An eager side runs with the pair's executor (its rank code looks the executor up, and never uses it).
+        calls = [(run_eager, (dataclasses.replace(key[1], executor=spec.executor), key[3])) if key[0] == "eager"
+                 else (run_thunder, (key[1],)) for key in missing]
         runs = dict(zip(missing, self.ranks.side_by_side(calls, world_size=world_size))) if calls else {}
         for key in keys:
             if key in runs:
@@ -89,15 +155,24 @@ class Pairs:
             _SIDE_RUNS.popitem(last=False)
         return [_SIDE_RUNS[key] for key in keys]  # the newest entries: SIDE_RUNS_KEPT > 3 keeps them
 
+    def against_model(self) -> KnownDefect | None:
+        """The entry whose model the current verdict judges against (inside ``judge``), else None."""
+        return self._against
+
     def context(self, pair: Pair) -> str:
         """The configuration of ``pair``, for messages."""
         return context(self.env, pair)
 
     def assert_parity(self, pair: Pair, ctx: str | None = None) -> Comparison:
         """Every check of ``teparity.judge.parity.assert_parity``; the message carries ``ctx`` (default:
-        the pair's configuration)."""
+        the pair's configuration). Inside ``judge``'s second verdict, against the model and what it predicts."""
         __tracebackhide__ = True
-        return assert_parity(pair.eager, pair.thunder, pair.spec, ctx or self.context(pair))
+        ctx = ctx or self.context(pair)
+        if (entry := self._against) is None or entry.model is None:
+            return assert_parity(pair.eager, pair.thunder, pair.spec, ctx)
+        model = entry.model
+        return assert_parity(pair.eager, pair.thunder, pair.spec, f"against the model of {entry.id} ({model.words}); {ctx}",
+                             te_claims=model.te_claims, waived=model.waived)
 
     def evidence(self, summary: str) -> None:
         """The one-line summary a pass rests on, for the parity report."""

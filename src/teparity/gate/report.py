@@ -29,6 +29,12 @@ ROW_PROPERTY = "teparity"
 EVIDENCE_PROPERTY = "teparity_evidence"
 KNOWN_PROPERTY = "teparity_known_defect"
 NEAR_MISS_PROPERTY = "teparity_near_miss"
+#: How a known test was held beyond its signature: against the entry's model (``{"modeled": "pass",
+#: "tensors_compared": N, ...}``), or by a bounded signature (``True``).
+MODEL_PROPERTY = "teparity_model"
+#: What a passing comparison compared: tensors, the largest difference and the rule of each quantity.
+NUMBERS_PROPERTY = "teparity_numbers"
+BOUNDED_PROPERTY = "teparity_bounded"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +48,22 @@ class TestOutcome:
     known_defect: str | None = None
     #: The entry whose signature a "FAIL" matched outside that entry's version ranges (a near miss).
     near_miss: str | None = None
+    #: A "known" outcome held against the entry's model of the defect: "pass" (thunder matched the model under the
+    #: full rules), with the tensors that comparison compared.
+    modeled: str | None = None
+    tensors_compared: int | None = None
+    #: A "known" outcome whose entry has no model (a side raised): its signature requires that nothing else differed
+    #: and nothing else raised.
+    bounded: bool | None = None
+    #: A pass's comparison (or a known outcome's, against the model): tensors compared, the largest difference
+    #: (``max_abs``, ``max_ulps``) and the rule (``allowed``) of each quantity.
+    numbers: dict[str, Any] | None = None
+
+    def held_by(self) -> str:
+        """How a known outcome was held beyond its signature, in words ("" where it was not)."""
+        if self.modeled:
+            return f"modeled: {self.modeled}"
+        return "bounded" if self.bounded else ""
 
 
 @dataclasses.dataclass
@@ -61,7 +83,8 @@ class Cell:
         if outcome == "skip":
             return f"skip ({self.tests[0].evidence})"
         if outcome == "known":
-            return f"known ({', '.join(self.known_defects())})"
+            held = sorted({t.held_by() for t in self.tests if t.outcome == "known"} - {""})
+            return f"known ({', '.join(self.known_defects())})" + (f"; {', '.join(held)}" if held else "")
         if outcome in ("FAIL", "XPASS"):
             count = sum(1 for t in self.tests if t.outcome == outcome)
             near = sorted({t.near_miss for t in self.tests if t.outcome == "FAIL" and t.near_miss})

@@ -13,10 +13,13 @@ from teparity.gate import schedule
 from teparity.gate.controller import Controller
 from teparity.gate.header import te_settings
 from teparity.gate.report import (
+    BOUNDED_PROPERTY,
     EVIDENCE_CHARS,
     EVIDENCE_PROPERTY,
     KNOWN_PROPERTY,
+    MODEL_PROPERTY,
     NEAR_MISS_PROPERTY,
+    NUMBERS_PROPERTY,
     ROW_PROPERTY,
     ParityReport,
     TestOutcome,
@@ -24,6 +27,7 @@ from teparity.gate.report import (
 from teparity.gate.settings import probed_environment
 from teparity.gate.table import terminal_table, wrapped
 from teparity.gate.timeline import Timeline, process_started
+from teparity.known.registry import extrapolated
 from teparity.launch import rank_env
 from teparity.stack import reasons
 
@@ -34,8 +38,12 @@ def _outcome(report: pytest.TestReport) -> TestOutcome | None:
     if report.skipped and hasattr(report, "wasxfail"):
         crash = getattr(report.longrepr, "reprcrash", None)
         message = crash.message if crash is not None else report.wasxfail
-        known = dict(report.user_properties).get(KNOWN_PROPERTY)
-        return TestOutcome(report.nodeid, "known", message[:EVIDENCE_CHARS], known_defect=known)
+        properties = dict(report.user_properties)
+        model = properties.get(MODEL_PROPERTY) or {}
+        numbers = {key: value for key, value in model.items() if key not in ("entry", "modeled")} or None
+        return TestOutcome(report.nodeid, "known", message[:EVIDENCE_CHARS], known_defect=properties.get(KNOWN_PROPERTY),
+                           modeled=model.get("modeled"), tensors_compared=model.get("tensors_compared"),
+                           bounded=properties.get(BOUNDED_PROPERTY), numbers=numbers)
     if (report.failed and str(report.longrepr).startswith(_XPASS_STRICT)) or (report.passed and hasattr(report, "wasxfail")):
         reason = str(report.longrepr).removeprefix(_XPASS_STRICT) if report.failed else report.wasxfail
         return TestOutcome(report.nodeid, "XPASS", reason[:EVIDENCE_CHARS])
@@ -47,7 +55,8 @@ def _outcome(report: pytest.TestReport) -> TestOutcome | None:
         message = crash.message if crash is not None else report.longreprtext
         return TestOutcome(report.nodeid, "FAIL", message[:EVIDENCE_CHARS], near_miss=dict(report.user_properties).get(NEAR_MISS_PROPERTY))
     if report.when == "call":
-        return TestOutcome(report.nodeid, "pass", dict(report.user_properties).get(EVIDENCE_PROPERTY, ""))
+        properties = dict(report.user_properties)
+        return TestOutcome(report.nodeid, "pass", properties.get(EVIDENCE_PROPERTY, ""), numbers=properties.get(NUMBERS_PROPERTY))
     return None
 
 
@@ -150,4 +159,5 @@ class ParityReporter:
             "fp8": reasons.no_fp8(env) or "yes",
             "te_settings": te_settings(),
             "rank_environment": rank_env.in_force(self.controller.rank_env_set),
+            "known_defects_extrapolated": extrapolated(env.versions),
         }

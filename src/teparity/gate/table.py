@@ -47,13 +47,21 @@ def unwrapped(output: str, indent: str = HEADER_INDENT) -> str:
     return output.replace("\n" + indent, " ")
 
 
+def _known_note(cell: Cell, defect: str) -> str:
+    """A known defect's footnote: the entry, and how its tests were held beyond the signature (its model's verdict,
+    or a bounded signature; "signature only" where neither)."""
+    held = sorted({t.held_by() or "signature only" for t in cell.tests
+                   if t.outcome == "known" and (t.known_defect or "unregistered") == defect})
+    return f"known upstream defect {defect}" + (f"; {', '.join(held)}" if defect != "unregistered" else "")
+
+
 def cell_text(cell: Cell, notes: Footnotes) -> str:
     """A cell in a few words, its details as footnotes."""
     outcome, tests = cell.outcome, cell.tests
     if outcome == "skip":
         return f"skip {notes.mark(tests[0].evidence)}"
     if outcome == "known":
-        return "known " + "".join(notes.mark(f"known upstream defect {defect}") for defect in cell.known_defects())
+        return "known " + "".join(notes.mark(_known_note(cell, defect)) for defect in cell.known_defects())
     count = f"({sum(1 for t in tests if t.outcome == outcome)}/{len(tests)})"
     if outcome == "XPASS":
         entries = sorted({m.group(1) for t in tests if t.outcome == "XPASS" and (m := _RETIRE.search(t.evidence))})

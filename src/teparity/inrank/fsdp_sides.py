@@ -29,13 +29,15 @@ from typing import Any
 from teparity.inrank import fp8state, sides
 from teparity.inrank.fsdp_transform import fully_shard_model, gather_shard
 from teparity.inrank.sides import (
+    ThunderStyleAccumulation,
     _device,
     _grad_output,
     _input,
     _model,
-    _thunder_no_sync,
     _thunder_snapshot,
+    eager_module,
     te_scale_update,
+    thunder_no_sync,
 )
 from teparity.inrank.syncspy import record_fp8_syncs
 from teparity.records import CaseRun, PairSpec, ScaleUpdate, Side, StepRecord
@@ -81,11 +83,15 @@ def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -
     plain = _model(case, device)
     run.linear_names = linear_names(plain)
     info = find_te_executors()[spec.executor]
+    choose, state_module = (lambda recipe, synced: None), None
     if side == "eager":
-        model, parameters, full, sync = _eager_reference(plain, spec)
+        module = eager_module(plain, spec, group, case)
+        model, parameters, full, sync, finish = _eager_reference(module, spec)
+        if spec.model is not None:
+            choose, state_module, parameters = module.choose, module.state_module, dict(module.trained().named_parameters())
         autocast = lambda: te_autocast(recipe, group)  # noqa: E731
     else:
-        model, parameters, full, sync = _thunder_fsdp(plain, spec, info, recipe, device)
+        model, parameters, full, sync, finish = _thunder_fsdp(plain, spec, info, recipe, device)
         # As in sides: the legacy executor wraps its forward in fp8_autocast itself.
         autocast = (lambda: contextlib.nullcontext()) if spec.executor == "legacy" else (lambda: te_autocast(recipe, group))
 
@@ -94,48 +100,68 @@ def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -
         for step in range(spec.steps):
             before = syncs.backward_calls()
             outputs, input_grads = [], []
-            for micro in range(spec.micro_batches):
-                x = _input(case, step=step, micro=micro, rank=rank, device=device, requires_grad=True)
-                with sync(micro == spec.micro_batches - 1):
+            with contextlib.ExitStack() as accumulating:  # one span of micro-batches without the reduction
+                if spec.micro_batches > 1:
+                    accumulating.enter_context(sync(False))
+                for micro in range(spec.micro_batches):
+                    last = micro == spec.micro_batches - 1
+                    if last:
+                        accumulating.close()
+                    # A no-sync backward of thunder's FSDP stashes the unsharded parameter gradients and returns none,
+                    # an input's neither (``stash_unsharded_grads_and_return_none_as_grads``): only the last micro-batch's
+                    # input requires grad, on both sides.
+                    x = _input(case, step=step, micro=micro, rank=rank, device=device, requires_grad=last)
+                    choose(recipe, last)
                     with autocast():
                         y = model(x)
                     y.backward(_grad_output(case, step=step, micro=micro, rank=rank, device=device).to(y.dtype))
-                outputs.append(y.detach().float().cpu())
-                input_grads.append(None if x.grad is None else x.grad.detach().float().cpu())
+                    outputs.append(y.detach().float().cpu())
+                    input_grads.append(None if x.grad is None else x.grad.detach().float().cpu())
+            finish()
             torch.cuda.synchronize()
             # Sorted: each gather is a collective, in the same order on every rank.
             grads = {n: full(n, p.grad).detach().float().cpu().clone() for n, p in sorted(parameters.items())
                      if p.grad is not None}
-            state = fp8state.eager_snapshot(model) if side == "eager" else _thunder_snapshot(run, model, rank, info, recipe, spec)
+            if side == "eager":
+                state = fp8state.eager_snapshot(state_module() if state_module else model)
+            else:
+                state = _thunder_snapshot(run, model, rank, info, recipe, spec)
             run.steps.append(StepRecord(outputs, input_grads, grads, state, syncs.backward_calls() - before))
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
     run.sync_mode = syncs.mode
 
 
-Program = tuple[Any, dict[str, Any], Callable[[str, Any], Any], Callable[[bool], Any]]
+Program = tuple[Any, dict[str, Any], Callable[[str, Any], Any], Callable[[bool], Any], Callable[[], None]]
 
 
-def _eager_reference(plain: Any, spec: PairSpec) -> Program:
-    """The eager side: the ``te.Linear`` twins under the spec's reference (module docstring); the model, the parameters
-    it steps, how a gradient becomes full, and the context of a micro-batch (its gradient reduced, or not)."""
+def _eager_reference(module: Any, spec: PairSpec) -> Program:
+    """The eager side: the ``te.Linear`` twins (or a defect model of them: ``sides.eager_module``) under the spec's
+    reference (module docstring); the model, the parameters it steps, how a gradient becomes full, and the context
+    of a micro-batch (its gradient reduced, or not)."""
     import torch
-
-    from teparity.inrank.models import te_twin
 
     if spec.fsdp_reference == "ddp":
         device_ids = [torch.cuda.current_device()] if torch.distributed.get_backend() == "nccl" else None
-        model: Any = torch.nn.parallel.DistributedDataParallel(te_twin(plain), device_ids=device_ids)
-        sync = lambda reduce: contextlib.nullcontext() if reduce else model.no_sync()  # noqa: E731
-        return model, dict(model.module.named_parameters()), lambda name, grad: grad, sync
-    model = fully_shard_model(te_twin(plain), spec.fsdp, mesh=_mesh(), keep_attributes=True)
+        model: Any = torch.nn.parallel.DistributedDataParallel(module, device_ids=device_ids)
+        trained = module.trained() if spec.model is not None else module
+        accumulation = ThunderStyleAccumulation(model, dict(trained.named_parameters()))
+        sync = lambda reduce: contextlib.nullcontext() if reduce else accumulation.span()  # noqa: E731
+        return model, dict(model.module.named_parameters()), lambda name, grad: grad, sync, accumulation.finish
+    if spec.model is not None:
+        raise NotImplementedError(f"the defect model {spec.model} under torch FSDP2: the fsdp tier models defects against "
+                                  "its DDP reference only (gloo ranks sharing a GPU)")
+    model = fully_shard_model(module, spec.fsdp, mesh=_mesh(), keep_attributes=True)
 
     @contextlib.contextmanager
     def sync(reduce: bool) -> Iterator[None]:
         model.set_requires_gradient_sync(reduce)
-        yield
+        try:
+            yield
+        finally:
+            model.set_requires_gradient_sync(True)
 
-    return model, dict(model.named_parameters()), lambda name, grad: grad.full_tensor(), sync
+    return model, dict(model.named_parameters()), lambda name, grad: grad.full_tensor(), sync, lambda: None
 
 
 def _thunder_fsdp(plain: Any, spec: PairSpec, info: Any, recipe: Any, device: str) -> Program:
@@ -143,5 +169,5 @@ def _thunder_fsdp(plain: Any, spec: PairSpec, info: Any, recipe: Any, device: st
     shapes = {name: tuple(p.shape) for name, p in plain.named_parameters()}
     model = jit_fsdp(plain, jit_options(info, recipe), spec.fsdp, device, spec.fsdp_bucketing)
     parameters = {name: model.get_parameter(name) for name in shapes}
-    sync = lambda reduce: contextlib.nullcontext() if reduce else _thunder_no_sync()  # noqa: E731
-    return model, parameters, lambda name, grad: gather_shard(grad, shapes[name]), sync
+    sync = lambda reduce: contextlib.nullcontext() if reduce else thunder_no_sync(model)()  # noqa: E731
+    return model, parameters, lambda name, grad: gather_shard(grad, shapes[name]), sync, lambda: None

@@ -141,27 +141,50 @@ def _run_case_or_record(
 class _Program:
     """One side's program, ready to train: the model, the parameters its optimizer steps (and whose gradients
     are compared), its FP8 autocast for a recipe, and its context for a micro-batch without the gradient
-    all-reduce."""
+    all-reduce; a defect model's ``choose`` before each forward and the module whose FP8 state a step reads."""
 
     model: Any
     parameters: dict[str, Any]
     fp8: Callable[[Any], Any]
     no_sync: Callable[[], Any]
+    choose: Callable[[Any, bool], None] = lambda recipe, synced: None
+    state_module: Callable[[], Any] | None = None
+    #: After a step's last backward (the eager side's ``ThunderStyleAccumulation.finish``).
+    finish: Callable[[], None] = lambda: None
 
 
-def _eager_program(plain: Any, spec: PairSpec, group: Any) -> _Program:
-    """Eager TE: the model's ``te.Linear`` twin, under torch DDP where the spec asks."""
-    import torch
-
+def eager_module(plain: Any, spec: PairSpec, group: Any, case: Case) -> Any:
+    """The eager side's module: the model's ``te.Linear`` twin, or the spec's defect model of it
+    (``teparity.inrank.defect_models``)."""
     from teparity.inrank import models
 
-    model: Any = models.te_twin(plain)
+    if spec.model is None:
+        return models.te_twin(plain)
+    from teparity.inrank.defect_models import eager_model
+    from teparity.judge.parity import checkpoint_recomputes
+
+    fewest, most = checkpoint_recomputes(case) if spec.checkpoint else (0, 0)
+    return eager_model(spec.model, plain, recomputed=most if spec.compile_path == "thunderfx" else fewest, group=group)
+
+
+def _eager_program(plain: Any, spec: PairSpec, group: Any, case: Case) -> _Program:
+    """Eager TE (or a defect model of it: ``eager_module``), under torch DDP where the spec asks."""
+    import torch
+
+    module = eager_module(plain, spec, group, case)
+    model: Any = module
     if spec.ddp:
         device_ids = [torch.cuda.current_device()] if torch.distributed.get_backend() == "nccl" else None
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
-    parameters = dict(getattr(model, "module", model).named_parameters())
-    no_sync = model.no_sync if spec.ddp else contextlib.nullcontext
-    return _Program(model, parameters, lambda recipe: te_autocast(recipe, group), no_sync)
+    fp8 = lambda recipe: te_autocast(recipe, group)  # noqa: E731
+    parameters = dict((module.trained() if spec.model is not None else module).named_parameters())
+    no_sync, finish = contextlib.nullcontext, lambda: None
+    if spec.ddp:
+        accumulation = ThunderStyleAccumulation(model, parameters)
+        no_sync, finish = accumulation.span, accumulation.finish
+    if spec.model is None:
+        return _Program(model, parameters, fp8, no_sync, finish=finish)
+    return _Program(model, parameters, fp8, no_sync, module.choose, module.state_module, finish)
 
 
 def _thunder_program(plain: Any, spec: PairSpec, group: Any, info: ExecutorInfo, first_recipe: Any) -> _Program:
@@ -177,7 +200,7 @@ def _thunder_program(plain: Any, spec: PairSpec, group: Any, info: ExecutorInfo,
     # The legacy executor wraps its forward in fp8_autocast itself (with no group); the functional one reads the
     # recipe (and group) from the caller's autocast.
     fp8 = (lambda recipe: contextlib.nullcontext()) if spec.executor == "legacy" else (lambda recipe: te_autocast(recipe, group))
-    return _Program(model, parameters, fp8, _thunder_no_sync if spec.ddp else contextlib.nullcontext)
+    return _Program(model, parameters, fp8, thunder_no_sync(model) if spec.ddp else contextlib.nullcontext)
 
 
 def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -> None:
@@ -191,7 +214,7 @@ def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -
     info = find_te_executors()[spec.executor]
     recipe_at = _recipe_schedule(spec)
     if side == "eager":
-        program = _eager_program(plain, spec, group)
+        program = _eager_program(plain, spec, group, run.case)
     else:
         program = _thunder_program(plain, spec, group, info, recipe_at(0))
     optimizer = torch.optim.SGD(list(program.parameters.values()), lr=spec.lr)
@@ -202,7 +225,7 @@ def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -
             recipe, before = recipe_at(step), syncs.backward_calls()
             outputs, input_grads = _micro_batches(spec, run.case, program, recipe, step, rank, input_grad)
             grads = {n: p.grad.detach().float().cpu().clone() for n, p in program.parameters.items() if p.grad is not None}
-            state = _step_state(side, run, program.model, rank, info, recipe, spec)
+            state = _step_state(side, run, program, rank, info, recipe, spec)
             run.steps.append(StepRecord(outputs, input_grads, grads, state, syncs.backward_calls() - before))
             if spec.train:
                 optimizer.step()
@@ -213,28 +236,38 @@ def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -
 def _micro_batches(spec: PairSpec, case: Case, program: _Program, recipe: Any, step: int, rank: int,
                    input_grad: bool) -> tuple[list[Any], list[Any]]:
     """One step's forward (and backward) passes: the outputs and input gradients of each micro-batch, all but the
-    last without the gradient all-reduce."""
+    last inside one ``no_sync`` span (as a training loop accumulates: thunder's ``ThunderModule.no_sync`` all-reduces
+    what accumulated there when the span ends)."""
     import torch
 
     device = _device()
     outputs, input_grads = [], []
-    for micro in range(spec.micro_batches):
-        last = micro == spec.micro_batches - 1
-        x = _input(case, step=step, micro=micro, rank=rank, device=device, requires_grad=input_grad)
-        with contextlib.nullcontext() if last else program.no_sync(), torch.set_grad_enabled(spec.train):
-            with _torch_autocast(spec), program.fp8(recipe):
+    with contextlib.ExitStack() as accumulating:
+        if spec.micro_batches > 1:
+            accumulating.enter_context(program.no_sync())
+        for micro in range(spec.micro_batches):
+            last = micro == spec.micro_batches - 1
+            if last:
+                accumulating.close()
+            x = _input(case, step=step, micro=micro, rank=rank, device=device, requires_grad=input_grad)
+            program.choose(recipe, last)
+            with torch.set_grad_enabled(spec.train), _torch_autocast(spec), program.fp8(recipe):
                 y = program.model(x)
             if spec.train:
                 y.backward(_grad_output(case, step=step, micro=micro, rank=rank, device=device).to(y.dtype))
-        outputs.append(y.detach().float().cpu())
-        input_grads.append(None if x.grad is None else x.grad.detach().float().cpu())
+            outputs.append(y.detach().float().cpu())
+            input_grads.append(None if x.grad is None else x.grad.detach().float().cpu())
+    program.finish()
     torch.cuda.synchronize()
     return outputs, input_grads
 
 
-def _step_state(side: Side, run: CaseRun, model: Any, rank: int, info: ExecutorInfo, recipe: Any, spec: PairSpec) -> Snapshot:
+def _step_state(side: Side, run: CaseRun, program: _Program, rank: int, info: ExecutorInfo, recipe: Any, spec: PairSpec) -> Snapshot:
     """The FP8 state after a step (no backward ran in inference: only the forward roles hold state)."""
-    state = fp8state.eager_snapshot(model) if side == "eager" else _thunder_snapshot(run, model, rank, info, recipe, spec)
+    if side == "eager":
+        state = fp8state.eager_snapshot(program.state_module() if program.state_module else program.model)
+    else:
+        state = _thunder_snapshot(run, program.model, rank, info, recipe, spec)
     return state if spec.train else fp8state.forward_roles(state)
 
 
@@ -308,12 +341,13 @@ def _thunder_snapshot(run: CaseRun, model: Any, rank: int, info: ExecutorInfo, r
     return fp8state.functional_snapshot(forward, backward, run.linear_names)
 
 
-@contextlib.contextmanager
-def _thunder_no_sync() -> Any:
-    import thunder.distributed
-
-    with thunder.distributed.skip_data_parallel_grad_sync():
-        yield
+def thunder_no_sync(model: Any) -> Callable[[], Any]:
+    """thunder's gradient accumulation context of a data-parallel module: ``ThunderModule.no_sync``, which skips the
+    gradient reduction inside and reduces what accumulated there when it ends (``thunder.distributed``'s bare
+    ``skip_data_parallel_grad_sync`` leaves those gradients unreduced: a training loop uses ``no_sync``)."""
+    if not hasattr(model, "no_sync"):
+        raise TypeError(f"{type(model).__name__} has no no_sync: not a thunder data-parallel module")
+    return model.no_sync
 
 
 def _legacy_autocast_facts(info: ExecutorInfo, forward_trace: Any, recipe: Any) -> dict[str, bool]:
@@ -324,3 +358,37 @@ def _legacy_autocast_facts(info: ExecutorInfo, forward_trace: Any, recipe: Any) 
         "wrapped": wrapper in forward_trace.python(),
         "recipe_is_ours": forward_trace.python_ctx().get("te_fp8_recipe") is recipe,
     }
+
+
+class ThunderStyleAccumulation:
+    """Gradient accumulation on the eager side as thunder documents its own (``ThunderModule.no_sync``): the
+    micro-batches inside the span accumulate unreduced (torch DDP's ``no_sync``); leaving it, what accumulated is
+    averaged over the ranks; the last micro-batch's gradients are averaged alone and added to it. torch DDP averages
+    the whole sum at once instead, which rounds apart, and FP8 turns a rounding difference into a quantization step:
+    the same summation keeps the sides exact. ``span()`` is the no-sync context; ``finish()`` runs after the last
+    backward."""
+
+    def __init__(self, ddp: Any, parameters: dict[str, Any]) -> None:
+        self.ddp, self.parameters, self.accumulated = ddp, parameters, {}
+
+    @contextlib.contextmanager
+    def span(self) -> Any:
+        import torch
+        import torch.distributed as dist
+
+        with self.ddp.no_sync():
+            yield
+        grads = [p.grad for p in self.parameters.values() if p.grad is not None]
+        torch._foreach_div_(grads, dist.get_world_size())
+        for grad in grads:
+            dist.all_reduce(grad)
+        # Out of DDP's sight: its reducer would average them again with the last micro-batch's.
+        self.accumulated = {name: p.grad for name, p in self.parameters.items() if p.grad is not None}
+        for name in self.accumulated:
+            self.parameters[name].grad = None
+
+    def finish(self) -> None:
+        for name, grad in self.accumulated.items():
+            parameter = self.parameters[name]
+            parameter.grad = grad if parameter.grad is None else parameter.grad + grad
+        self.accumulated = {}

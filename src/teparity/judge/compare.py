@@ -29,6 +29,8 @@ class Comparison:
     max_ulps: dict[str, int] = dataclasses.field(default_factory=dict)
     #: (step, micro-batch) of each numeric difference; micro None for parameter gradients and FP8 state.
     parted_at: list[tuple[int, int | None]] = dataclasses.field(default_factory=list)
+    #: The rule each quantity was judged by, in a few words ("bitwise", "rtol 0 atol 0.000977", "128 ulp").
+    allowed: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def differ(self, message: str, at: tuple[int, int | None]) -> None:
         """Record a numeric difference and the (step, micro-batch) where it is."""
@@ -39,8 +41,10 @@ class Comparison:
         """The earliest (step, micro-batch) that differs; within a step, micro-batches before the rest."""
         return min(self.parted_at, key=lambda at: (at[0], at[1] if at[1] is not None else float("inf")), default=None)
 
-    def note(self, quantity: str, expected: torch.Tensor, actual: torch.Tensor) -> None:
+    def note(self, quantity: str, expected: torch.Tensor, actual: torch.Tensor, tol: Tolerance | None = None) -> None:
         self.compared += 1
+        if tol is not None:
+            self.allowed[quantity.split("@")[0]] = tol.words()
         if expected.shape == actual.shape and expected.numel():
             diff = (expected.double() - actual.double()).abs().max().item()
             self.max_abs[quantity] = max(self.max_abs.get(quantity, 0.0), diff)
@@ -76,7 +80,7 @@ def _close(
 ) -> None:
     import torch
 
-    result.note(quantity, expected, actual)
+    result.note(quantity, expected, actual, tol)
     if expected.numel() and not expected.abs().gt(0).any():
         result.differ(f"{where}: eager reference is all zeros (nothing to compare)", at)
         return
@@ -163,7 +167,7 @@ def _state_tensor(
     bitwise (amax histories start as zeros: no zero guard; with ``atol`` 0 a zero matches only a zero)."""
     import torch
 
-    result.note(quantity, expected, actual)
+    result.note(quantity, expected, actual, tol)
     if expected.shape != actual.shape:
         result.differ(f"{where} differs: {_first_mismatch(expected, actual)}", at)
         return

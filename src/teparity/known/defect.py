@@ -66,6 +66,9 @@ class Signature:
     failure: type[AssertionError] | tuple[type[AssertionError], ...]
     matches: Predicate
     words: str
+    #: The predicate also requires that nothing else differs and nothing else raised, on every rank: where no model
+    #: can stand in for the defect (a side raises), this keeps a second regression from reading as known.
+    bounded: bool = False
 
     def failure_names(self) -> str:
         kinds = self.failure if isinstance(self.failure, tuple) else (self.failure,)
@@ -73,6 +76,24 @@ class Signature:
 
     def matched_by(self, error: BaseException, env: Environment) -> bool:
         return isinstance(error, self.failure) and self.matches(error.evidence, env)  # type: ignore[attr-defined]
+
+
+@dataclasses.dataclass(frozen=True)
+class DefectModel:
+    """The reference that does what thunder does wrong: eager TE changed by ``spec_change`` (``PairSpec`` fields; its
+    ``model`` names an eager model of ``teparity.inrank.defect_models``). A test the entry covers runs thunder against
+    it under the full rules, and must pass there (``teparity.gate.pairs.Pairs.judge``)."""
+
+    words: str
+    spec_change: tuple[tuple[str, Any], ...]
+    #: Whether TE holds the linears in the model; False: torch runs every linear, TE must hold none.
+    te_claims: bool = True
+    #: Trace invariants the model waives (the defect is that thunder breaks them; the numbers must still match).
+    waived: tuple[str, ...] = ()
+
+    def applied(self, spec: Any) -> Any:
+        """The eager side's ``PairSpec`` of the model."""
+        return dataclasses.replace(spec, **dict(self.spec_change))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +119,8 @@ class KnownDefect:
     #: The torch versions where it holds, for a thunder/torch pairing: a thunder build older than the torch it
     #: runs with (None: any torch).
     torch: str | None = None
+    #: The eager model of a behaviour (None where the side raises: the signature is then ``bounded``).
+    model: DefectModel | None = None
 
     def holds_for(self, check: str, executor: str | None, versions: Versions) -> bool:
         """Whether a test of ``check`` and ``executor`` on these versions is covered by this entry."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 from teparity import checks
 from teparity.known import entries
 from teparity.known.defect import KnownDefect, within
+from teparity.known.seen import NEWEST_SEEN
 from teparity.stack.environment import Environment
 from teparity.stack.versions import Versions
 
@@ -16,6 +17,26 @@ BY_ID = {entry.id: entry for entry in entries.REGISTRY}
 def registered_for(versions: Versions) -> list[str]:
     """The ids of the entries whose ranges hold these versions (the report header names them)."""
     return [entry.id for entry in entries.REGISTRY if entry.holds_for_versions(versions)]
+
+
+def extrapolated(versions: Versions) -> list[str]:
+    """The entries that hold here only by extrapolation: the installed thunder or TE is newer than every committed
+    run that showed the entry (``teparity.known.seen``), each with the version beyond it."""
+    from packaging.version import Version
+
+    said = []
+    for entry in entries.REGISTRY:
+        if not entry.holds_for_versions(versions):
+            continue
+        thunder_seen, te_seen = NEWEST_SEEN.get(entry.id, (None, None))
+        beyond = [
+            f"{name} {installed} > {seen or 'none seen'}"
+            for name, installed, seen in (("thunder", versions.thunder, thunder_seen), ("TE", versions.transformer_engine, te_seen))
+            if installed is not None and (seen is None or Version(installed) > Version(seen))
+        ]
+        if beyond:
+            said.append(f"{entry.id} ({', '.join(beyond)})")
+    return said
 
 
 def covering(check: str, executor: str | None, versions: Versions) -> list[KnownDefect]:
@@ -56,6 +77,15 @@ def _checks_in_words(covered: tuple[str, ...]) -> str:
     return ", ".join(f"`{c}`" for c in covered)
 
 
+def _held_by(entry: KnownDefect) -> str:
+    """What holds a covered test beyond the signature, in words."""
+    if entry.model is not None:
+        return f"a model, {entry.model.words}: thunder must match it under the full rules"
+    if entry.signature.bounded:
+        return "a bounded signature: nothing else may differ or raise, on any rank"
+    return "its signature only"
+
+
 def markdown() -> str:
     """The registry as a document (docs/known-defects.md is this, generated)."""
     lines = [
@@ -66,7 +96,9 @@ def markdown() -> str:
         "xfail that expects only the entry's signature: the failure type that the judging code raises, and a",
         "predicate over that failure's evidence. Any other failure of that test fails; a pass (XPASS) fails",
         "too and names the entry to retire; outside the ranges the test runs strict. `pytest --runxfail`",
-        "runs every covered test as a plain one.",
+        "runs every covered test as a plain one. Where the defect is a behaviour, the entry has a model: eager",
+        "TE built to do what thunder does wrong; a covered test is known only if thunder fails against eager",
+        "TE with the signature and matches the model under the full rules (any other difference fails).",
     ]
     for entry in entries.REGISTRY:
         lines += [
@@ -80,6 +112,7 @@ def markdown() -> str:
             f"- thunder `{entry.thunder}`, TransformerEngine {entry.te_range()}"
             + (f", torch `{entry.torch}` (a thunder/torch pairing)" if entry.torch else ""),
             f"- signature: `{entry.signature.failure_names()}` where {entry.signature.words}",
+            f"- held by: {_held_by(entry)}",
             f"- cause: {entry.cause}",
             f"- seen: {', '.join(f'`{path}`' for path in entry.seen)}",
             *([f"- bounds bisected: {', '.join(f'{b.package} `{b.bound}` (`{b.log}`)' for b in entry.bounds)}"] if entry.bounds else []),

@@ -209,7 +209,7 @@ def _recompute_reads_an_unbound_forward_tensor(evidence: PartedFromEagerEvidence
     errors = evidence["case_errors"]
     return (
         "compiled with thunderfx" in evidence["variant"] and "activation checkpointing" in evidence["variant"]
-        and bool(errors)
+        and not evidence["numeric_differences"] and bool(errors)
         and all(
             e["side"] == "thunder" and e["error"].startswith("UnboundLocalError: cannot access local variable")
             and "in backward_fn" in e["error"]
@@ -278,6 +278,7 @@ FP32_BIAS_GEMM = Signature(
     PartedFromEager,
     _fp32_bias_gemm,
     f"every difference is a thunder-side case with fp32 parameters and a bias raising '{_NO_FP32_BIAS_ALGO}'",
+    bounded=True,
 )
 AUTOCAST_WITHOUT_GROUP = Signature(
     ReducedOutsideTheGroup,
@@ -296,6 +297,7 @@ NO_ALLREDUCE_BEHIND_INPUT_GRAD = Signature(
     _no_allreduce_behind_input_grad,
     "every rank raised ValueError '<CollectionProxy(...)> had an unexpected type' from "
         "get_bsym_of_allreduce_of_grad, called by optimize_allreduce_in_ddp_backward",
+    bounded=True,
 )
 LEGACY_UNPACK_AT_TE_LINEAR = Signature(
     (PartedFromEager, RanksFailed, ThunderRunRaised),
@@ -303,18 +305,26 @@ LEGACY_UNPACK_AT_TE_LINEAR = Signature(
     "every thunder-side error (a case's, a rank's, or the run's) is a ValueError 'too many values to "
         "unpack' or 'not enough values to unpack' at a te_linear_N call of the computation trace, and nothing "
         "else failed",
+    bounded=True,
 )
 NO_BUCKET_FOR_THE_INPUT_GRAD = Signature(
     (RaisedOnTheRanks, RanksFailed),
     _no_bucket_for_the_input_grad,
     "every rank raised RuntimeError 'Invalid index=0, ...' from create_map_from_unsharded_grad_to_bucket, "
         "called by _apply_bucketing_to_backward_reduce_scatter",
+    bounded=True,
 )
 NO_BACKWARD_SYNC_AT_ALL = Signature(
     (TraceInvariantBroken, SyncCountWrong),
     _no_backward_sync_at_all,
     "every rank's backward trace breaks backward-sync-count with none found, and nothing else, "
         "or every rank ran no backward sync at any step",
+    bounded=True,
+)
+CURRENT_SCALING_LEFT_TO_TORCH = Signature(
+    SilentFallback,
+    _no_grad_left_to_torch,
+    "no linear is held by TE, and the executor's TE imports did not fail",
 )
 NO_GRAD_LEFT_TO_TORCH = Signature(
     SilentFallback,
@@ -354,7 +364,8 @@ RECOMPUTE_READS_AN_UNBOUND_FORWARD_TENSOR = Signature(
     PartedFromEager,
     _recompute_reads_an_unbound_forward_tensor,
     "under activation checkpointing compiled with thunderfx, every case error is the thunder side's "
-        "UnboundLocalError in backward_fn, at least one of them at a te_functional_linear_bwd call",
+        "UnboundLocalError in backward_fn, at least one of them at a te_functional_linear_bwd call, and no number differs",
+    bounded=True,
 )
 RECOMPUTE_UPDATES_THE_FORWARD_STATE_AGAIN = Signature(
     TraceInvariantBroken,
@@ -367,12 +378,14 @@ SDPA_PARAMS_OF_SIX = Signature(
     _sdpa_params_of_six,
     "every thunder-side error (a case's, a rank's, or the run's) is TypeError 'incompatible constructor arguments' "
     "for torch._C._SDPAParams, and nothing else failed",
+    bounded=True,
 )
 TORCHCOMPILE_CAT_SEGFAULT = Signature(
     RanksFailed,
     _torchcompile_cat_segfault,
     "every failing rank was killed by SIGSEGV with its stack in thunder's order_proxies (core/transform_common.py) "
     "under the torchcompile_cat executor's fusion_pass (executors/torch_compile.py)",
+    bounded=True,
 )
 CHECKPOINT_NOT_TRACED = Signature(
     PartedFromEager,
@@ -380,4 +393,5 @@ CHECKPOINT_NOT_TRACED = Signature(
     "under activation checkpointing every case raised on the thunder side, each with one of thunder.jit's errors on "
     "a checkpointed region (the interpreter's SequenceWrapperMethods 'idx', requires_grad=True not supported, a "
     "TensorProxy passed to linear), and no number differs",
+    bounded=True,
 )

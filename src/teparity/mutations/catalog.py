@@ -102,6 +102,36 @@ CATALOG: dict[str, Mutation] = {
             killed_by="`fsdp[*]`, `fsdp-llama[*]` (FP8 state across ranks and against the reference)",
         ),
         Mutation(
+            "no-grad-torch-linear-off",
+            f"the linears thunder leaves to torch under torch.no_grad off by a factor {functional.NO_GRAD_OFF}",
+            "functional-te",
+            functional.thunder_torch_linear_off_under_no_grad,
+            killed_by="`inference[*]` (against its model: every linear in torch)",
+        ),
+        Mutation(
+            "recipe-change-state-of-another-history",
+            "a recipe change's fresh functional recipe state built with half the recipe's amax history length",
+            "functional-te",
+            functional.new_recipe_state_of_another_history,
+            killed_by="`recipe-change[*]` (against its model: a fresh state per recipe object)",
+        ),
+        Mutation(
+            "no-sync-weight-grads-scaled",
+            f"the functional executor's weight gradients off by a factor {patching.PERTURBATION} in the micro-batches "
+            "that skip the gradient all-reduce",
+            "functional-te",
+            functional.no_sync_weight_grads_scaled,
+            killed_by="`ddp-grad-accumulation`, `ddp-llama-grad-accumulation`, `fsdp-grad-accumulation[*]` (against "
+            "their model: one FP8 state per cache entry)",
+        ),
+        Mutation(
+            "fp8-group-amax-summed",
+            "under an fp8 group the functional amax all-reduce sums the ranks' amaxes instead of taking the maximum",
+            "functional-te",
+            functional.fp8_group_amax_summed,
+            killed_by="`ddp-fp8-group-per-rank` (against its model: amaxes reduced over the world)",
+        ),
+        Mutation(
             "fp8-group-ignored",
             "the functional amax reduction over the default group instead of fp8_autocast's fp8_group",
             "functional-fp8-group",

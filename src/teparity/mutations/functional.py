@@ -146,3 +146,84 @@ def grad_transform(*, recompute_forward: bool = False, backward_update: bool = T
         return primal
 
     impl.transformer_engine_ex.implmap[impl.linear_prim.id].grad_transform = grad_transform
+
+
+def thunder_torch_linear_off_under_no_grad() -> None:
+    """The linears thunder leaves to torch under ``torch.no_grad`` come out 1% off: ``torch.nn.functional.linear``
+    scaled where a thunder-generated program calls it with grad disabled (thunder's programs are compiled from files
+    named ``thunder.*``; eager modules call it from torch's own files, unchanged)."""
+    import sys
+
+    import torch
+
+    real = torch.nn.functional.linear
+
+    def linear(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        caller = sys._getframe(1).f_code.co_filename
+        return out * NO_GRAD_OFF if not torch.is_grad_enabled() and caller.startswith("thunder.") else out
+
+    torch.nn.functional.linear = linear
+
+
+#: How far ``thunder_torch_linear_off_under_no_grad`` moves a linear's output.
+NO_GRAD_OFF = 1.01
+
+
+def new_recipe_state_of_another_history() -> None:
+    """When the recipe object changes, the functional executor's new recipe state gets half the recipe's amax history
+    length: a recipe change's fresh state is built from the wrong recipe."""
+    import dataclasses
+
+    impl = implementation()
+    state_class = getattr(impl, "TERecipeState", None)
+    if state_class is None:
+        raise LookupError(f"cannot inject: {impl.__name__} has no TERecipeState")
+    real = state_class.__call__
+
+    def call(self: Any, recipe: Any, mode: str, num_quantizers: int) -> Any:
+        if self.state is None or self.parent_recipe is recipe:
+            return real(self, recipe, mode, num_quantizers)
+        shorter = dataclasses.replace(recipe, amax_history_len=max(1, recipe.amax_history_len // 2))
+        state = real(self, shorter, mode, num_quantizers)
+        self.parent_recipe = recipe
+        return state
+
+    state_class.__call__ = call
+
+
+def no_sync_weight_grads_scaled() -> None:
+    """Under ``skip_data_parallel_grad_sync`` (the micro-batches that accumulate without the all-reduce) the
+    functional executor's weight gradients come out scaled by ``PERTURBATION``; the synced micro-batch is unchanged."""
+    import thunder.distributed
+
+    impl = implementation()
+    basic = getattr(impl, "BasicLinear", None)
+    if basic is None:
+        raise LookupError(f"cannot inject: {impl.__name__} has no BasicLinear")
+    real = basic._functional_backward
+
+    def backward(*args: Any, **kwargs: Any) -> Any:
+        grad_input, grad_weight, *rest = real(*args, **kwargs)
+        if thunder.distributed.get_skip_data_parallel_grad_sync() and grad_weight is not None:
+            grad_weight = grad_weight * PERTURBATION
+        return (grad_input, grad_weight, *rest)
+
+    override(impl, "BasicLinear", "_functional_backward", backward)
+
+
+def fp8_group_amax_summed() -> None:
+    """Where the caller's FP8 autocast names an fp8 group, the functional executor's amax all-reduce sums the ranks'
+    amaxes instead of taking their maximum; without a group (plain DDP) it is unchanged."""
+    import torch.distributed as dist
+    from transformer_engine.pytorch.fp8 import FP8GlobalStateManager
+
+    impl = implementation()
+    real = impl.torch_dist.all_reduce
+
+    def all_reduce(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+        if FP8GlobalStateManager.get_fp8_group() is not None:
+            kwargs["op"] = dist.ReduceOp.SUM
+        return real(tensor, *args, **kwargs)
+
+    override(impl, "torch_dist", "all_reduce", all_reduce)

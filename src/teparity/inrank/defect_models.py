@@ -1,0 +1,217 @@
+"""Eager models of known upstream defects, inside a rank: eager TE built to do what thunder does wrong, so that a test
+a known defect covers still compares every output, gradient and FP8 state, against the model
+(``teparity.records.EAGER_MODELS`` names them; ``teparity.known.models`` says which entry each serves).
+
+Each is an ``nn.Module`` over the plain model's parameters: ``choose(recipe, synced)`` runs before each forward (the
+recipe object of the step; whether the micro-batch all-reduces its gradients), ``state_module()`` is the module whose
+FP8 state a step's snapshot reads (the one thunder's last trace holds).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import functools
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from teparity.inrank.models import te_twin
+from teparity.records import (
+    BF16_COPIES,
+    FRESH_STATE_PER_RECIPE_OBJECT,
+    RECOMPUTED_UNDER_FP8,
+    STATE_PER_CACHE_ENTRY,
+    TORCH_LINEARS,
+)
+from teparity.stack.te_api import te_autocast
+
+
+class _Model(torch.nn.Module):
+    def choose(self, recipe: Any, synced: bool) -> None:
+        """Nothing to choose: one module, one state."""
+
+    def state_module(self) -> torch.nn.Module:
+        raise NotImplementedError
+
+    def trained(self) -> torch.nn.Module:
+        """The module whose parameters the optimizer steps (named as the plain model's)."""
+        return self.state_module()
+
+
+class TorchLinears(_Model):
+    """Every linear run by torch (no TE module, no FP8 state): what thunder runs where TE claimed no linear."""
+
+    def __init__(self, plain: torch.nn.Module) -> None:
+        super().__init__()
+        self.plain = plain
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.plain(x)
+
+    def state_module(self) -> torch.nn.Module:
+        return self.plain
+
+
+def tie_parameters(source: torch.nn.Module, target: torch.nn.Module) -> None:
+    """Make ``target`` train ``source``'s very parameters (same names), so that two twins are one model with two
+    FP8 states."""
+    for name, parameter in source.named_parameters():
+        owner, _, leaf = name.rpartition(".")
+        setattr(target.get_submodule(owner) if owner else target, leaf, parameter)
+
+
+class _Twins(_Model):
+    """``te.Linear`` twins of the plain model sharing its parameters, each with its own FP8 state, as each thunder
+    cache entry or recipe state is; ``forward`` runs the chosen one."""
+
+    def __init__(self, plain: torch.nn.Module) -> None:
+        super().__init__()
+        self._plain = [plain]  # a list: not a child whose parameters would be trained twice
+        self.twins = torch.nn.ModuleList([te_twin(plain)])
+        self.active = 0
+
+    def _new_twin(self) -> int:
+        twin = te_twin(self._plain[0])
+        tie_parameters(self.twins[0], twin)
+        self.twins.append(twin)
+        return len(self.twins) - 1
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.twins[self.active](x)
+
+    def trained(self) -> torch.nn.Module:
+        return self.twins[0]
+
+    def state_module(self) -> torch.nn.Module:
+        return self.twins[self.active]
+
+
+class StatePerCacheEntry(_Twins):
+    """One FP8 state for the micro-batches without the gradient all-reduce and another for the one with it: thunder
+    compiles a cache entry for each (``skip_data_parallel_grad_sync`` is part of its cache key), each entry with its
+    own TE state, where eager TE's micro-batches share one module's."""
+
+    def __init__(self, plain: torch.nn.Module) -> None:
+        super().__init__(plain)
+        self._new_twin()
+
+    def choose(self, recipe: Any, synced: bool) -> None:
+        self.active = 0 if synced else 1
+
+
+class FreshStatePerRecipeObject(_Twins):
+    """A fresh FP8 state whenever the recipe object is not the previous step's: thunder's functional executor keeps
+    its recipe state only while ``parent_recipe is recipe``."""
+
+    def __init__(self, plain: torch.nn.Module) -> None:
+        super().__init__(plain)
+        self._recipe: Any = None
+
+    def choose(self, recipe: Any, synced: bool) -> None:
+        if self._recipe is not None and recipe is not self._recipe:
+            self.active = self._new_twin()
+        self._recipe = recipe
+
+
+class Bf16Copies(_Model):
+    """fp32 parameters that train, and TE quantizing bfloat16 copies of them and of the input: thunder's autocast
+    casts a linear's input, weight and bias to bfloat16 before TE takes it, where eager TE quantizes the fp32
+    tensors. Each copy's gradient reaches its fp32 parameter as thunder's cast backward sends it (in fp32)."""
+
+    def __init__(self, plain: torch.nn.Module) -> None:
+        super().__init__()
+        self.master = plain
+        self.copies = te_twin(copy.deepcopy(plain).to(torch.bfloat16))
+        for name, copied in self.copies.named_parameters():
+            copied.register_post_accumulate_grad_hook(functools.partial(_into_master, plain.get_parameter(name)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            for name, copied in self.copies.named_parameters():
+                copied.copy_(self.master.get_parameter(name))
+        return self.copies(x.to(torch.bfloat16))
+
+    def trained(self) -> torch.nn.Module:
+        return self.master
+
+    def state_module(self) -> torch.nn.Module:
+        return self.copies
+
+
+def _into_master(master: torch.nn.Parameter, copied: torch.nn.Parameter) -> None:
+    grad = copied.grad.float()
+    master.grad = grad if master.grad is None else master.grad + grad
+    copied.grad = None
+
+
+class RecomputedUnderFp8(_Model):
+    """The ``te.Linear`` twin with the linears that thunder's checkpointing recomputes (the region's first
+    ``recomputed``) under ``torch.utils.checkpoint``, recomputed in the backward under FP8 autocast: each records its
+    amaxes again after the step's forward update and quantizes with the state as it then is, and no forward update
+    follows (thunder's backward program runs in fp8_autocast with grad disabled, so its exit updates nothing)."""
+
+    def __init__(self, plain: torch.nn.Module, recomputed: int, group: Any) -> None:
+        super().__init__()
+        self.twin = te_twin(plain)
+        layers = list(self.twin)
+        linear_at = [i for i, layer in enumerate(layers) if hasattr(layer, "in_features")]
+        region_linears = linear_at[:-1]
+        # Through the region's last recomputed linear, and its activation where every region linear is recomputed.
+        end = len(layers) - 1 if recomputed >= len(region_linears) else region_linears[recomputed - 1] + 1
+        self._checkpointed, self._rest = layers[:end], layers[end:]
+        self._group, self._recipe = group, None
+
+    def choose(self, recipe: Any, synced: bool) -> None:
+        self._recipe = recipe
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        import torch.utils.checkpoint
+
+        def head(x: torch.Tensor) -> torch.Tensor:
+            for layer in self._checkpointed:
+                x = layer(x)
+            return x
+
+        x = torch.utils.checkpoint.checkpoint(head, x, use_reentrant=False, context_fn=self._contexts)
+        for layer in self._rest:
+            x = layer(x)
+        return x
+
+    def _contexts(self) -> tuple[Any, Any]:
+        return contextlib.nullcontext(), _fp8_without_forward_update(self._recipe, self._group)
+
+    def state_module(self) -> torch.nn.Module:
+        return self.twin
+
+
+@contextlib.contextmanager
+def _fp8_without_forward_update(recipe: Any, group: Any) -> Iterator[None]:
+    """TE's FP8 autocast whose exit does not reduce and update the forward FP8 state."""
+    from unittest import mock
+
+    from transformer_engine.pytorch.fp8 import FP8GlobalStateManager
+
+    update = FP8GlobalStateManager.reduce_and_update_fp8_tensors
+
+    def backward_only(forward: bool = True, *args: Any, **kwargs: Any) -> Any:
+        return None if forward else update(forward, *args, **kwargs)
+
+    with mock.patch.object(FP8GlobalStateManager, "reduce_and_update_fp8_tensors", backward_only), te_autocast(recipe, group):
+        yield
+
+
+def eager_model(name: str, plain: torch.nn.Module, *, recomputed: int = 0, group: Any = None) -> _Model:
+    """The eager model ``name`` (``teparity.records.EAGER_MODELS``) of ``plain``."""
+    if name == TORCH_LINEARS:
+        return TorchLinears(plain)
+    if name == STATE_PER_CACHE_ENTRY:
+        return StatePerCacheEntry(plain)
+    if name == FRESH_STATE_PER_RECIPE_OBJECT:
+        return FreshStatePerRecipeObject(plain)
+    if name == BF16_COPIES:
+        return Bf16Copies(plain)
+    if name == RECOMPUTED_UNDER_FP8:
+        return RecomputedUnderFp8(plain, recomputed, group)
+    raise ValueError(f"no eager model named {name!r}")

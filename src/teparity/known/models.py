@@ -1,0 +1,40 @@
+"""The eager models of the known defects' behaviours (``teparity.known.defect.DefectModel``): each says what thunder
+does wrong as a change to the eager side, so that a covered test still compares every tensor against it."""
+
+from __future__ import annotations
+
+from teparity.known.defect import DefectModel
+from teparity.records import (
+    BF16_COPIES,
+    FRESH_STATE_PER_RECIPE_OBJECT,
+    RECOMPUTED_UNDER_FP8,
+    STATE_PER_CACHE_ENTRY,
+    TORCH_LINEARS,
+)
+
+TORCH_RUNS_EVERY_LINEAR = DefectModel(
+    "every linear run by torch on the same parameters, no FP8 state; TE holds none", (("model", TORCH_LINEARS),),
+    te_claims=False,
+)
+WORLD_REDUCTION = DefectModel("eager TE reducing amaxes over the world, not the fp8 group", (("fp8_group_size", None),))
+NO_REDUCTION = DefectModel("eager TE with each rank its own fp8 group: no amax reduction across ranks", (("fp8_group_size", 1),))
+STATE_PER_ENTRY = DefectModel(
+    "eager TE with one FP8 state for the micro-batches without the gradient all-reduce and another for the one with it "
+    "(two te.Linear twins sharing the parameters)", (("model", STATE_PER_CACHE_ENTRY),),
+)
+FRESH_STATE_PER_RECIPE = DefectModel(
+    "eager TE starting a fresh FP8 state (a te.Linear twin sharing the parameters) whenever the recipe object changes",
+    (("model", FRESH_STATE_PER_RECIPE_OBJECT),),
+)
+QUANTIZED_BF16_COPIES = DefectModel(
+    "eager TE quantizing bfloat16 copies of the fp32 input and parameters, the copies' gradients sent to the fp32 ones",
+    (("model", BF16_COPIES),),
+)
+RECOMPUTE_RECORDS_AMAXES = DefectModel(
+    "eager TE with the linears thunder recomputes under torch.utils.checkpoint, recomputed in the backward under FP8 "
+    "autocast with no forward update at its exit", (("model", RECOMPUTED_UNDER_FP8),),
+)
+SAVED_NOT_RECOMPUTED = DefectModel(
+    "eager TE without checkpointing (thunder saves the checkpointed TE linears' outputs): the numbers of the true "
+    "reference, the recomputation invariant waived", (), waived=("recomputed-te-linears",),
+)

@@ -1,0 +1,31 @@
+"""The newest thunder and TE on which a committed run showed each known defect (its known outcome, or its ``seen``
+runs where none recorded one): a stack newer than these lies in the entry's range by extrapolation, which the
+header and the report say. ``tests/harness/test_known_defects.py`` recomputes it from the reports under
+docs/results/."""
+
+from __future__ import annotations
+
+NEWEST_SEEN: dict[str, tuple[str | None, str | None]] = {
+    "legacy-executor-loses-te-from-te-2.10": ('0.2.6', '2.20.2'),
+    "functional-executor-loses-te-from-te-2.10": ('0.2.5.dev20250817', '2.20.2'),
+    "grad-accumulation-fp8-state-per-cache-entry": ('0.2.7.dev20260201', '2.20.2'),
+    "functional-fp32-bias-in-fp8-gemm": ('0.2.7.dev20260201', '2.20.2'),
+    "legacy-fp8-group-ignored": ('0.2.6', '2.9.0'),
+    "functional-fp8-group-ignored": ('0.2.7.dev20260201', '2.20.2'),
+    "ddp-transform-rejects-input-grad": ('0.2.3', '2.20.2'),
+    "legacy-executor-miscounts-te-2.9-saved-tensors": ('0.2.3', '2.9.0'),
+    "fsdp-transform-layer-bucketing-rejects-input-grad": ('0.2.3', '2.20.2'),
+    "legacy-backward-sync-dropped-by-delayed-split": ('0.2.7.dev20260201', None),
+    "no-grad-forward-left-to-torch": ('0.2.7.dev20260201', '2.20.2'),
+    "functional-declines-current-scaling": (None, None),
+    "functional-new-recipe-object-resets-fp8-state": ('0.2.7.dev20260201', '2.20.2'),
+    "autocast-quantizes-bf16-copies": ('0.2.7.dev20260201', '2.20.2'),
+    "legacy-checkpointing-records-amax-twice": ('0.2.6', '2.9.0'),
+    "functional-amax-not-reduced-across-ranks": ('0.2.5.dev20250817', '2.9.0'),
+    "functional-checkpointing-saves-te-linears": ('0.2.5.dev20250629', '2.9.0'),
+    "functional-thunderfx-checkpointing-backward-unbound": ('0.2.4', '2.9.0'),
+    "functional-checkpointing-updates-fp8-state-twice": ('0.2.5.dev20250803', '2.9.0'),
+    "thunder-sdpa-params-predate-torch-2.5": ('0.2.0.dev20240901', '1.8.0'),
+    "thunder-torchcompile-cat-segfault-on-llama": ('0.2.0.dev20240901', '1.8.0'),
+    "thunder-jit-cannot-trace-checkpoint-before-2025": ('0.2.0.dev20240901', '1.8.0'),
+}
