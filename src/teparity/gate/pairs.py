@@ -93,7 +93,8 @@ class Pairs:
         update = reference_update(spec.executor)
         eager_spec = _eager_spec(spec)
         wanted = [("eager", eager_spec, update), ("thunder", spec, None)]
-        model_spec = self.modeled_by.model.applied(eager_spec) if self.modeled_by and self.modeled_by.model else None
+        model = self.modeled_by.model if self.modeled_by else None
+        model_spec = model.applied(eager_spec) if model is not None and model.covers(spec) else None
         if model_spec is not None:
             wanted.append(("eager", model_spec, update))
         if measure_fused and update != "fused":
@@ -102,7 +103,7 @@ class Pairs:
         modeled = more.pop(0) if model_spec is not None else None
         backend = self.backend if world_size > 1 else "gloo"
         return Pair(spec, world_size, backend, update, eager, thunder, more[0] if more else None, modeled,
-                    self.modeled_by.model.applied(spec) if model_spec is not None else None)
+                    model.applied(spec) if model is not None and model_spec is not None else None)
 
     def judge(self, pair: Pair, verdict: Callable[[Pair], Verdict]) -> Verdict:
         """``verdict`` of the pair. Where a known defect's model covers the test, thunder is judged against the true

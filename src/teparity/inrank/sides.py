@@ -344,10 +344,52 @@ def _thunder_snapshot(run: CaseRun, model: Any, rank: int, info: ExecutorInfo, r
 def thunder_no_sync(model: Any) -> Callable[[], Any]:
     """thunder's gradient accumulation context of a data-parallel module: ``ThunderModule.no_sync``, which skips the
     gradient reduction inside and reduces what accumulated there when it ends (``thunder.distributed``'s bare
-    ``skip_data_parallel_grad_sync`` leaves those gradients unreduced: a training loop uses ``no_sync``)."""
+    ``skip_data_parallel_grad_sync`` leaves those gradients unreduced: a training loop uses ``no_sync``). Its
+    reduction batches collectives (``_coalescing_manager``), which gloo does not run on CUDA tensors
+    (``ProcessGroupGloo::allreduce_coalesced: unsupported device type cuda``): on gloo the same collectives run one
+    by one (``_sync_grads_one_by_one``)."""
+    import torch.distributed as dist
+
     if not hasattr(model, "no_sync"):
         raise TypeError(f"{type(model).__name__} has no no_sync: not a thunder data-parallel module")
-    return model.no_sync
+    if dist.get_backend() != "gloo":
+        return model.no_sync
+
+    @contextlib.contextmanager
+    def no_sync() -> Any:
+        import thunder.distributed
+
+        with thunder.distributed.skip_data_parallel_grad_sync():
+            yield
+        _sync_grads_one_by_one(model)
+
+    return no_sync
+
+
+def _sync_grads_one_by_one(module: Any) -> None:
+    """What ``thunder.distributed._sync_grads`` does on leaving ``no_sync``, each collective on its own: DDP averages
+    every accumulated gradient over the ranks; FSDP reduce-scatters (averaging) each parameter's stashed unsharded
+    gradient into its shard's ``grad``."""
+    import torch.distributed as dist
+
+    world = dist.get_world_size()
+    if getattr(module, "use_ddp", False):
+        for parameter in module.parameters():
+            if parameter.grad is not None:
+                parameter.grad.div_(world)
+                dist.all_reduce(parameter.grad)
+        return
+    rank, stashed = dist.get_rank(), 0
+    for name, _ in module.named_parameters():
+        original, sharded = module._model.get_parameter(name), module.get_parameter(name)
+        if (unsharded := getattr(original, "_thunder_fsdp_unsharded_grad", None)) is None:
+            continue
+        shard = unsharded.narrow(0, rank * (unsharded.size(0) // world), unsharded.size(0) // world).clone()
+        dist.reduce_scatter_tensor(shard, unsharded.div(world))
+        sharded.grad, stashed = shard, stashed + 1
+        del original._thunder_fsdp_unsharded_grad
+    if not stashed:
+        raise AssertionError("thunder's FSDP no-sync backward stashed no unsharded gradient (_thunder_fsdp_unsharded_grad)")
 
 
 def _legacy_autocast_facts(info: ExecutorInfo, forward_trace: Any, recipe: Any) -> dict[str, bool]:

@@ -32,7 +32,8 @@ QUANTIZED_BF16_COPIES = DefectModel(
 )
 RECOMPUTE_RECORDS_AMAXES = DefectModel(
     "eager TE with the linears thunder recomputes under torch.utils.checkpoint, recomputed in the backward under FP8 "
-    "autocast with no forward update at its exit", (("model", RECOMPUTED_UNDER_FP8),),
+    "autocast with no forward update at its exit (thunderfx; thunder.jit's GELU case parts from it: its signature "
+    "alone holds thunder.jit's tests)", (("model", RECOMPUTED_UNDER_FP8),), only_for=(("compile_path", "thunderfx"),),
 )
 SAVED_NOT_RECOMPUTED = DefectModel(
     "eager TE without checkpointing (thunder saves the checkpointed TE linears' outputs): the numbers of the true "
