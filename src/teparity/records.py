@@ -33,6 +33,8 @@ STATE_PER_CACHE_ENTRY = "state-per-cache-entry"
 FRESH_STATE_PER_RECIPE_OBJECT = "fresh-state-per-recipe-object"
 BF16_COPIES = "bf16-copies"
 RECOMPUTED_UNDER_FP8 = "recomputed-under-fp8"
+#: What a rank raises where thunder's FSDP no-sync backward left no gradient for ``no_sync`` to reduce.
+NOTHING_STASHED = "thunder's FSDP no-sync backward stashed no unsharded gradient (_thunder_fsdp_unsharded_grad)"
 EAGER_MODELS = (TORCH_LINEARS, STATE_PER_CACHE_ENTRY, FRESH_STATE_PER_RECIPE_OBJECT, BF16_COPIES, RECOMPUTED_UNDER_FP8)
 
 

@@ -33,7 +33,7 @@ from teparity.known import registry as known_defects
 from teparity.known.defect import BisectedBound, KnownDefect
 from teparity.known.entries import REGISTRY
 from teparity.launch.outcome import RankFailure, RanksFailed
-from teparity.records import Case
+from teparity.records import NOTHING_STASHED, Case
 from teparity.stack.environment import Environment
 from teparity.stack.executors import ExecutorInfo
 from teparity.stack.versions import Versions
@@ -272,6 +272,20 @@ SIGNATURES: dict[str, tuple[BaseException, Environment, list[tuple[str, BaseExce
             ("some linears held", SilentFallback("1 of 2", executor="functional", claimed=1, linears=2), _env()),
             ("the executor lost TE", SilentFallback("0 of 2", executor="legacy", claimed=0, linears=2), _env(legacy_te_error=CPU_OFFLOAD)),
             ("numbers differ", _parted(), _env()),
+        ],
+    ),
+    "fsdp-no-sync-loses-accumulated-gradients": (
+        RanksFailed([RankFailure(r, "raised", "raised", f"Traceback ...\nAssertionError: {NOTHING_STASHED}") for r in (0, 1)],
+                    pids=[], header="h", footer="f"),
+        _env(),
+        [
+            ("one rank raised something else", RanksFailed(
+                [RankFailure(0, "raised", "raised", f"AssertionError: {NOTHING_STASHED}"),
+                 RankFailure(1, "raised", "raised", "RuntimeError: ProcessGroupGloo::allreduce_coalesced")],
+                pids=[], header="h", footer="f"), _env()),
+            ("a rank hung", RanksFailed([RankFailure(0, "raised", "raised", f"AssertionError: {NOTHING_STASHED}"),
+                                         RankFailure(1, "hung", "hung", "stack")], pids=[], header="h", footer="f"), _env()),
+            ("numbers differ instead", _parted(), _env()),
         ],
     ),
     "functional-declines-current-scaling": (

@@ -94,7 +94,8 @@ class Pairs:
         eager_spec = _eager_spec(spec)
         wanted = [("eager", eager_spec, update), ("thunder", spec, None)]
         model = self.modeled_by.model if self.modeled_by else None
-        model_spec = model.applied(eager_spec) if model is not None and model.covers(spec) else None
+        # A model's run keeps the executor: what thunder does wrong may differ by executor.
+        model_spec = model.applied(dataclasses.replace(eager_spec, executor=spec.executor)) if model is not None and model.covers(spec) else None
         if model_spec is not None:
             wanted.append(("eager", model_spec, update))
         if measure_fused and update != "fused":

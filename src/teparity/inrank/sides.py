@@ -23,6 +23,7 @@ from typing import Any
 from teparity.inrank import fp8state
 from teparity.inrank.syncspy import record_fp8_syncs
 from teparity.records import (
+    NOTHING_STASHED,
     Case,
     CaseRun,
     PairSpec,
@@ -164,7 +165,8 @@ def eager_module(plain: Any, spec: PairSpec, group: Any, case: Case) -> Any:
     from teparity.judge.parity import checkpoint_recomputes
 
     fewest, most = checkpoint_recomputes(case) if spec.checkpoint else (0, 0)
-    return eager_model(spec.model, plain, recomputed=most if spec.compile_path == "thunderfx" else fewest, group=group)
+    return eager_model(spec.model, plain, recomputed=most if spec.compile_path == "thunderfx" else fewest, group=group,
+                       executor=spec.executor)
 
 
 def _eager_program(plain: Any, spec: PairSpec, group: Any, case: Case) -> _Program:
@@ -176,7 +178,10 @@ def _eager_program(plain: Any, spec: PairSpec, group: Any, case: Case) -> _Progr
     if spec.ddp:
         device_ids = [torch.cuda.current_device()] if torch.distributed.get_backend() == "nccl" else None
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
-    fp8 = lambda recipe: te_autocast(recipe, group)  # noqa: E731
+    if spec.model is None:
+        fp8 = lambda recipe: te_autocast(recipe, group)  # noqa: E731
+    else:
+        fp8 = lambda recipe: te_autocast(recipe, module.fp8_group(group))  # noqa: E731
     parameters = dict((module.trained() if spec.model is not None else module).named_parameters())
     no_sync, finish = contextlib.nullcontext, lambda: None
     if spec.ddp:
@@ -352,18 +357,33 @@ def thunder_no_sync(model: Any) -> Callable[[], Any]:
 
     if not hasattr(model, "no_sync"):
         raise TypeError(f"{type(model).__name__} has no no_sync: not a thunder data-parallel module")
-    if dist.get_backend() != "gloo":
-        return model.no_sync
 
     @contextlib.contextmanager
     def no_sync() -> Any:
         import thunder.distributed
 
+        if dist.get_backend() != "gloo":
+            with model.no_sync():
+                yield
+                _stashed(model)  # thunder's own reduction returns early, silently, where nothing was stashed
+            return
         with thunder.distributed.skip_data_parallel_grad_sync():
             yield
         _sync_grads_one_by_one(model)
 
     return no_sync
+
+
+def _stashed(module: Any) -> list[tuple[str, Any]]:
+    """Under thunder's FSDP: each parameter's stashed unsharded gradient, by name, where ``_sync_grads`` looks for it
+    (the original module's parameters); raises ``NOTHING_STASHED`` where there is none. [] under DDP."""
+    if not getattr(module, "use_fsdp", False):
+        return []
+    found = [(name, unsharded) for name, _ in module.named_parameters()
+             if (unsharded := getattr(module._model.get_parameter(name), "_thunder_fsdp_unsharded_grad", None)) is not None]
+    if not found:
+        raise AssertionError(NOTHING_STASHED)
+    return found
 
 
 def _sync_grads_one_by_one(module: Any) -> None:
@@ -379,17 +399,12 @@ def _sync_grads_one_by_one(module: Any) -> None:
                 parameter.grad.div_(world)
                 dist.all_reduce(parameter.grad)
         return
-    rank, stashed = dist.get_rank(), 0
-    for name, _ in module.named_parameters():
-        original, sharded = module._model.get_parameter(name), module.get_parameter(name)
-        if (unsharded := getattr(original, "_thunder_fsdp_unsharded_grad", None)) is None:
-            continue
+    rank = dist.get_rank()
+    for name, unsharded in _stashed(module):
         shard = unsharded.narrow(0, rank * (unsharded.size(0) // world), unsharded.size(0) // world).clone()
         dist.reduce_scatter_tensor(shard, unsharded.div(world))
-        sharded.grad, stashed = shard, stashed + 1
-        del original._thunder_fsdp_unsharded_grad
-    if not stashed:
-        raise AssertionError("thunder's FSDP no-sync backward stashed no unsharded gradient (_thunder_fsdp_unsharded_grad)")
+        module.get_parameter(name).grad = shard
+        del module._model.get_parameter(name)._thunder_fsdp_unsharded_grad
 
 
 def _legacy_autocast_facts(info: ExecutorInfo, forward_trace: Any, recipe: Any) -> dict[str, bool]:

@@ -98,6 +98,23 @@ REGISTRY: tuple[KnownDefect, ...] = (
         seen=(_MATRIX_RUN, "docs/results/h200-te2.9.0-89202c6", "docs/results/h200-te2.12.0-89202c6"),
     ),
     KnownDefect(
+        id="fsdp-no-sync-loses-accumulated-gradients",
+        summary="under thunder's FSDP with a TE executor, ThunderModule.no_sync loses the gradients of the micro-batches "
+        "it spans: their backward stashes nothing for no_sync to reduce-scatter on leaving",
+        executors=("legacy", "functional"),
+        signature=signatures.FSDP_NO_SYNC_STASHED_NOTHING,
+        checks=(checks.FSDP_GRAD_ACCUMULATION,),
+        thunder=">=0.2.6,<0.2.8",
+        te=">=2.9,<2.21",
+        cause="thunder/distributed/transforms/fsdp.py stash_unsharded_grads_and_return_none_as_grads is to leave each "
+        "parameter's unsharded gradient in _thunder_fsdp_unsharded_grad for thunder/distributed/__init__.py _sync_grads, "
+        "which reduce-scatters them when no_sync ends and returns early, silently, where the original module's "
+        "parameters hold none. After a no-sync backward none did, on 2 gloo ranks with either executor (0.2.6 with TE "
+        "2.9.0, 0.2.7.dev20260201 with TE 2.20.2; with thunder's own no_sync the accumulated bias gradients were 17x "
+        "off). Not run on NCCL nor without TE",
+        seen=("docs/results/h200-te2.9.0-72fa083", "docs/results/h200-te2.20.2-72fa083"),
+    ),
+    KnownDefect(
         id="functional-fp32-bias-in-fp8-gemm",
         summary="thunder's functional TE executor passes an fp32 bias into TE's FP8 GEMM, which cuBLASLt rejects",
         executors=("functional",),
@@ -247,7 +264,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "linear. Read in 0.2.6 and the 0.2.7 dev sources; before 0.2.5.dev20250831 the legacy checker decides "
         "(functional-executor-loses-te-from-te-2.10), and the check runs strict",
         model=models.TORCH_RUNS_EVERY_LINEAR,
-        seen=(),
+        seen=("docs/results/h200-te2.9.0-72fa083", "docs/results/h200-te2.20.2-72fa083"),
     ),
     KnownDefect(
         id="functional-new-recipe-object-resets-fp8-state",

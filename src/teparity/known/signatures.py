@@ -24,6 +24,7 @@ from teparity.judge.failures import (
 )
 from teparity.known.defect import Signature
 from teparity.launch.outcome import RanksFailed
+from teparity.records import NOTHING_STASHED
 from teparity.stack.environment import Environment
 
 
@@ -219,6 +220,13 @@ def _recompute_reads_an_unbound_forward_tensor(evidence: PartedFromEagerEvidence
     )
 
 
+def _no_sync_stashed_nothing(evidence: dict[str, Any], env: Environment) -> bool:
+    """Every failing rank raised the harness's check that thunder's FSDP no-sync backward stashed a gradient, and
+    nothing else failed."""
+    failures = evidence.get("failures") or []
+    return bool(failures) and all(f["kind"] == "raised" and f"AssertionError: {NOTHING_STASHED}" in f["detail"] for f in failures)
+
+
 def _sdpa_params_of_six(evidence: dict[str, Any], env: Environment) -> bool:
     """Every thunder-side error is torch refusing thunder's ``_SDPAParams(...)`` call, and nothing else failed."""
     tracebacks = _tracebacks_of_thunder(evidence)
@@ -372,6 +380,13 @@ RECOMPUTE_UPDATES_THE_FORWARD_STATE_AGAIN = Signature(
     _recompute_updates_the_forward_state_again,
     "every broken trace invariant is one-update-per-fp8-state, each state it names updated once in a "
         "forward trace and once in a backward trace",
+)
+FSDP_NO_SYNC_STASHED_NOTHING = Signature(
+    RanksFailed,
+    _no_sync_stashed_nothing,
+    "every failing rank raised AssertionError 'thunder's FSDP no-sync backward stashed no unsharded gradient' (the "
+    "harness's check before no_sync reduces), and nothing else failed",
+    bounded=True,
 )
 SDPA_PARAMS_OF_SIX = Signature(
     (PartedFromEager, RanksFailed, ThunderRunRaised),
