@@ -39,10 +39,6 @@ class _Model(torch.nn.Module):
         """The module whose parameters the optimizer steps (named as the plain model's)."""
         return self.state_module()
 
-    def fp8_group(self, group: Any) -> Any:
-        """The amax reduction group of the next forward's FP8 autocast (``group``: the spec's)."""
-        return group
-
 
 class TorchLinears(_Model):
     """Every linear run by torch (no TE module, no FP8 state): what thunder runs where TE claimed no linear."""
@@ -95,25 +91,15 @@ class _Twins(_Model):
 class StatePerCacheEntry(_Twins):
     """One FP8 state for the micro-batches without the gradient all-reduce and another for the one with it: thunder
     compiles a cache entry for each (``skip_data_parallel_grad_sync`` is part of its cache key), each entry with its
-    own TE state, where eager TE's micro-batches share one module's.
+    own TE state, where eager TE's micro-batches share one module's. The twins are TE modules as the legacy
+    executor's ``TELinear``s are: it models that executor (``teparity.known.models.STATE_PER_ENTRY``)."""
 
-    TE updates every module that ran under one autocast key (recipe and group) together, at each forward's and
-    backward's update: the legacy executor's TE modules do too, so its twins share a key. The functional executor
-    updates each recipe state alone, so with ``apart`` the no-sync twin runs under a group of the same ranks that is
-    another object (another key): neither twin's update rolls the other's history."""
-
-    def __init__(self, plain: torch.nn.Module, apart: bool = False) -> None:
+    def __init__(self, plain: torch.nn.Module) -> None:
         super().__init__(plain)
         self._new_twin()
-        self._no_sync_group = None
-        if apart and torch.distributed.is_initialized():
-            self._no_sync_group = torch.distributed.new_group(list(range(torch.distributed.get_world_size())))
 
     def choose(self, recipe: Any, synced: bool) -> None:
         self.active = 0 if synced else 1
-
-    def fp8_group(self, group: Any) -> Any:
-        return self._no_sync_group if self.active == 1 and self._no_sync_group is not None and group is None else group
 
 
 class FreshStatePerRecipeObject(_Twins):
@@ -217,12 +203,12 @@ def _fp8_without_forward_update(recipe: Any, group: Any) -> Iterator[None]:
         yield
 
 
-def eager_model(name: str, plain: torch.nn.Module, *, recomputed: int = 0, group: Any = None, executor: str = "legacy") -> _Model:
-    """The eager model ``name`` (``teparity.records.EAGER_MODELS``) of ``plain`` for ``executor``'s thunder side."""
+def eager_model(name: str, plain: torch.nn.Module, *, recomputed: int = 0, group: Any = None) -> _Model:
+    """The eager model ``name`` (``teparity.records.EAGER_MODELS``) of ``plain``."""
     if name == TORCH_LINEARS:
         return TorchLinears(plain)
     if name == STATE_PER_CACHE_ENTRY:
-        return StatePerCacheEntry(plain, apart=executor == "functional")
+        return StatePerCacheEntry(plain)
     if name == FRESH_STATE_PER_RECIPE_OBJECT:
         return FreshStatePerRecipeObject(plain)
     if name == BF16_COPIES:

@@ -89,7 +89,7 @@ def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -
         model, parameters, full, sync, finish = _eager_reference(module, spec)
         if spec.model is not None:
             choose, state_module, parameters = module.choose, module.state_module, dict(module.trained().named_parameters())
-        autocast = lambda: te_autocast(recipe, module.fp8_group(group) if spec.model is not None else group)  # noqa: E731
+        autocast = lambda: te_autocast(recipe, group)  # noqa: E731
     else:
         model, parameters, full, sync, finish = _thunder_fsdp(plain, spec, info, recipe, device)
         # As in sides: the legacy executor wraps its forward in fp8_autocast itself.

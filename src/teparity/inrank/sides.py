@@ -165,8 +165,7 @@ def eager_module(plain: Any, spec: PairSpec, group: Any, case: Case) -> Any:
     from teparity.judge.parity import checkpoint_recomputes
 
     fewest, most = checkpoint_recomputes(case) if spec.checkpoint else (0, 0)
-    return eager_model(spec.model, plain, recomputed=most if spec.compile_path == "thunderfx" else fewest, group=group,
-                       executor=spec.executor)
+    return eager_model(spec.model, plain, recomputed=most if spec.compile_path == "thunderfx" else fewest, group=group)
 
 
 def _eager_program(plain: Any, spec: PairSpec, group: Any, case: Case) -> _Program:
@@ -178,10 +177,7 @@ def _eager_program(plain: Any, spec: PairSpec, group: Any, case: Case) -> _Progr
     if spec.ddp:
         device_ids = [torch.cuda.current_device()] if torch.distributed.get_backend() == "nccl" else None
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
-    if spec.model is None:
-        fp8 = lambda recipe: te_autocast(recipe, group)  # noqa: E731
-    else:
-        fp8 = lambda recipe: te_autocast(recipe, module.fp8_group(group))  # noqa: E731
+    fp8 = lambda recipe: te_autocast(recipe, group)  # noqa: E731
     parameters = dict((module.trained() if spec.model is not None else module).named_parameters())
     no_sync, finish = contextlib.nullcontext, lambda: None
     if spec.ddp:
@@ -399,6 +395,8 @@ def _sync_grads_one_by_one(module: Any) -> None:
                 parameter.grad.div_(world)
                 dist.all_reduce(parameter.grad)
         return
+    if not getattr(module, "use_fsdp", False):
+        raise TypeError(f"{type(module).__name__} is neither thunder's DDP nor its FSDP (no use_ddp, no use_fsdp)")
     rank = dist.get_rank()
     for name, unsharded in _stashed(module):
         shard = unsharded.narrow(0, rank * (unsharded.size(0) // world), unsharded.size(0) // world).clone()
