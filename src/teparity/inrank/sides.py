@@ -382,6 +382,17 @@ def _stashed(module: Any) -> list[tuple[str, Any]]:
     return found
 
 
+def average_over_ranks(grads: list[Any]) -> None:
+    """What thunder's DDP ``_sync_grads`` does to accumulated gradients, in place: divide by the world size, then
+    all-reduce (sum), one collective per tensor."""
+    import torch
+    import torch.distributed as dist
+
+    torch._foreach_div_(grads, dist.get_world_size())
+    for grad in grads:
+        dist.all_reduce(grad)
+
+
 def _sync_grads_one_by_one(module: Any) -> None:
     """What ``thunder.distributed._sync_grads`` does on leaving ``no_sync``, each collective on its own: DDP averages
     every accumulated gradient over the ranks; FSDP reduce-scatters (averaging) each parameter's stashed unsharded
@@ -390,10 +401,7 @@ def _sync_grads_one_by_one(module: Any) -> None:
 
     world = dist.get_world_size()
     if getattr(module, "use_ddp", False):
-        for parameter in module.parameters():
-            if parameter.grad is not None:
-                parameter.grad.div_(world)
-                dist.all_reduce(parameter.grad)
+        average_over_ranks([p.grad for p in module.parameters() if p.grad is not None])
         return
     if not getattr(module, "use_fsdp", False):
         raise TypeError(f"{type(module).__name__} is neither thunder's DDP nor its FSDP (no use_ddp, no use_fsdp)")
@@ -428,15 +436,9 @@ class ThunderStyleAccumulation:
 
     @contextlib.contextmanager
     def span(self) -> Any:
-        import torch
-        import torch.distributed as dist
-
         with self.ddp.no_sync():
             yield
-        grads = [p.grad for p in self.parameters.values() if p.grad is not None]
-        torch._foreach_div_(grads, dist.get_world_size())
-        for grad in grads:
-            dist.all_reduce(grad)
+        average_over_ranks([p.grad for p in self.parameters.values() if p.grad is not None])
         # Out of DDP's sight: its reducer would average them again with the last micro-batch's.
         self.accumulated = {name: p.grad for name, p in self.parameters.items() if p.grad is not None}
         for name in self.accumulated:

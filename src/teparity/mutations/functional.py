@@ -57,16 +57,22 @@ def recipe_state_kept() -> None:
     across DelayedScaling recipes, yet this is no fix of ``functional-new-recipe-object-resets-fp8-state``:
     on TE 2.20.2 ``recipe-change[alternate]`` then parts from eager TE at step 2, a failure outside that
     entry's signature (docs/results/h200-te2.20.2-2bafd7a-killmatrix)."""
-    impl = implementation()
-    state_class = getattr(impl, "TERecipeState", None)
-    if state_class is None:
-        raise LookupError(f"cannot inject: {impl.__name__} has no TERecipeState")
+    state_class = _recipe_state_class()
     real = state_class.__call__
 
     def call(self: Any, recipe: Any, mode: str, num_quantizers: int) -> Any:
         return self.state if self.state is not None else real(self, recipe, mode, num_quantizers)
 
     state_class.__call__ = call
+
+
+def _recipe_state_class() -> Any:
+    """The functional executor's ``TERecipeState`` (one per linear and direction: the recipe state it keeps)."""
+    impl = implementation()
+    state_class = getattr(impl, "TERecipeState", None)
+    if state_class is None:
+        raise LookupError(f"cannot inject: {impl.__name__} has no TERecipeState")
+    return state_class
 
 
 def no_cross_rank_reduction() -> None:
@@ -175,10 +181,7 @@ def new_recipe_state_of_another_history() -> None:
     length: a recipe change's fresh state is built from the wrong recipe."""
     import dataclasses
 
-    impl = implementation()
-    state_class = getattr(impl, "TERecipeState", None)
-    if state_class is None:
-        raise LookupError(f"cannot inject: {impl.__name__} has no TERecipeState")
+    state_class = _recipe_state_class()
     real = state_class.__call__
 
     def call(self: Any, recipe: Any, mode: str, num_quantizers: int) -> Any:
