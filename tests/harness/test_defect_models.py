@@ -12,6 +12,7 @@ import torch
 
 from teparity.gate.pairs import ModelParted, Pairs
 from teparity.gate.report import MODEL_PROPERTY, NUMBERS_PROPERTY
+from teparity.inrank import defect_models
 from teparity.inrank.defect_models import tie_parameters
 from teparity.judge.failures import SilentFallback
 from teparity.known import registry
@@ -119,3 +120,42 @@ def test_tied_twins_train_one_set_of_parameters() -> None:
     assert all(a is b for a, b in zip(first.parameters(), second.parameters(), strict=True))
     second(torch.ones(2, 4)).sum().backward()
     assert first[0].weight.grad is not None
+
+
+class _ScalingState:
+    """What the twins' TE modules hold per direction (a ``RecipeState``'s tensors)."""
+
+    def __init__(self) -> None:
+        self.amax_history, self.scale = torch.zeros(4, 2), torch.ones(2)
+
+
+def _twins_with_state(monkeypatch: pytest.MonkeyPatch, *, own_updates: bool) -> defect_models.StatePerCacheEntry:
+    monkeypatch.setattr(defect_models, "te_twin", copy.deepcopy)  # CPU: the twins as torch modules
+    model = defect_models.StatePerCacheEntry(torch.nn.Sequential(torch.nn.Linear(4, 4)), own_updates=own_updates)
+    for twin in model.twins:
+        twin[0].fp8_meta = {"scaling_fwd": _ScalingState(), "scaling_bwd": _ScalingState()}
+    return model
+
+
+def _run_and_update_every_twin(model: defect_models.StatePerCacheEntry, amax: float) -> None:
+    """A micro-batch of the active twin, then TE's global update: every registered module's history rolls."""
+    model.twins[model.active][0].fp8_meta["scaling_fwd"].amax_history[0] = amax
+    for twin in model.twins:
+        for state in twin[0].fp8_meta.values():
+            state.amax_history.copy_(torch.roll(state.amax_history, -1, 0))
+            state.amax_history[0] = 0
+
+
+@pytest.mark.parametrize("own_updates", [True, False])
+def test_a_twin_state_moves_only_when_it_runs_where_the_executor_owns_its_updates(monkeypatch: pytest.MonkeyPatch,
+                                                                                  own_updates: bool) -> None:
+    """The functional executor's states roll only when their trace runs; the legacy executor's TE modules roll at
+    every TE update, as the twins do."""
+    model = _twins_with_state(monkeypatch, own_updates=own_updates)
+    for step in range(2):
+        for synced, amax in ((False, 1.0 + step), (True, 10.0 + step)):
+            model.choose(None, synced)
+            _run_and_update_every_twin(model, amax)
+    history = model.twins[0][0].fp8_meta["scaling_fwd"].amax_history[:, 0].tolist()
+    # The synced twin ran at steps 0 and 1: its own two rolls, or four with the idle twin's runs.
+    assert history == ([0.0, 0.0, 10.0, 11.0] if own_updates else [0.0, 10.0, 0.0, 11.0]), history

@@ -91,15 +91,45 @@ class _Twins(_Model):
 class StatePerCacheEntry(_Twins):
     """One FP8 state for the micro-batches without the gradient all-reduce and another for the one with it: thunder
     compiles a cache entry for each (``skip_data_parallel_grad_sync`` is part of its cache key), each entry with its
-    own TE state, where eager TE's micro-batches share one module's. The twins are TE modules as the legacy
-    executor's ``TELinear``s are: it models that executor (``teparity.known.models.STATE_PER_ENTRY``)."""
+    own TE state, where eager TE's micro-batches share one module's.
 
-    def __init__(self, plain: torch.nn.Module) -> None:
+    The legacy executor's states are TE modules (its ``TELinear``s): TE's global update at every autocast exit and
+    backward moves each registered module's state, the idle entry's too, as it moves the twins'. The functional
+    executor's are its traces' own (``get_te_fp8_state``): a state moves only when its trace runs. ``own_updates``
+    models that: before each forward, every twin but the one that just ran is put back as it was after its own last
+    run."""
+
+    def __init__(self, plain: torch.nn.Module, *, own_updates: bool) -> None:
         super().__init__(plain)
         self._new_twin()
+        self._own_updates = own_updates
+        self._after_own_run: dict[int, list[torch.Tensor]] = {}
 
     def choose(self, recipe: Any, synced: bool) -> None:
+        if self._own_updates:
+            self._undo_updates_of_idle_twins()
         self.active = 0 if synced else 1
+
+    def _undo_updates_of_idle_twins(self) -> None:
+        for index, twin in enumerate(self.twins):
+            tensors = _scaling_tensors(twin)
+            if index == self.active:
+                self._after_own_run[index] = [tensor.clone() for tensor in tensors]
+            else:
+                with torch.no_grad():
+                    for tensor, kept in zip(tensors, self._after_own_run.get(index, ())):
+                        tensor.copy_(kept)
+
+
+def _scaling_tensors(module: torch.nn.Module) -> list[torch.Tensor]:
+    """The delayed-scaling tensors of every TE module in ``module`` (none before its first FP8 forward)."""
+    found = []
+    for child in module.modules():
+        meta = getattr(child, "fp8_meta", None) or {}
+        for direction in ("scaling_fwd", "scaling_bwd"):
+            state = meta.get(direction)
+            found += [t for name in ("amax_history", "scale", "scale_inv") if isinstance(t := getattr(state, name, None), torch.Tensor)]
+    return found
 
 
 class FreshStatePerRecipeObject(_Twins):
@@ -203,12 +233,12 @@ def _fp8_without_forward_update(recipe: Any, group: Any) -> Iterator[None]:
         yield
 
 
-def eager_model(name: str, plain: torch.nn.Module, *, recomputed: int = 0, group: Any = None) -> _Model:
-    """The eager model ``name`` (``teparity.records.EAGER_MODELS``) of ``plain``."""
+def eager_model(name: str, plain: torch.nn.Module, *, executor: str, recomputed: int = 0, group: Any = None) -> _Model:
+    """The eager model ``name`` (``teparity.records.EAGER_MODELS``) of ``plain``, for thunder with ``executor``."""
     if name == TORCH_LINEARS:
         return TorchLinears(plain)
     if name == STATE_PER_CACHE_ENTRY:
-        return StatePerCacheEntry(plain)
+        return StatePerCacheEntry(plain, own_updates=executor == "functional")
     if name == FRESH_STATE_PER_RECIPE_OBJECT:
         return FreshStatePerRecipeObject(plain)
     if name == BF16_COPIES:

@@ -165,7 +165,8 @@ def eager_module(plain: Any, spec: PairSpec, group: Any, case: Case) -> Any:
     from teparity.judge.parity import checkpoint_recomputes
 
     fewest, most = checkpoint_recomputes(case) if spec.checkpoint else (0, 0)
-    return eager_model(spec.model, plain, recomputed=most if spec.compile_path == "thunderfx" else fewest, group=group)
+    recomputed = most if spec.compile_path == "thunderfx" else fewest
+    return eager_model(spec.model, plain, executor=spec.executor, recomputed=recomputed, group=group)
 
 
 def _eager_program(plain: Any, spec: PairSpec, group: Any, case: Case) -> _Program:

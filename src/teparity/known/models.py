@@ -20,9 +20,8 @@ WORLD_REDUCTION = DefectModel("eager TE reducing amaxes over the world, not the 
 NO_REDUCTION = DefectModel("eager TE with each rank its own fp8 group: no amax reduction across ranks", (("fp8_group_size", 1),))
 STATE_PER_ENTRY = DefectModel(
     "eager TE with one FP8 state for the micro-batches without the gradient all-reduce and another for the one with it "
-    "(two te.Linear twins sharing the parameters; the legacy executor: the functional one's backward amax history parts "
-    "from it at step 1, so its signature alone holds the functional executor's tests)", (("model", STATE_PER_CACHE_ENTRY),),
-    only_for=(("executor", "legacy"),),
+    "(two te.Linear twins sharing the parameters; for the functional executor, whose states are its traces' own, a "
+    "twin's state moves only when it runs)", (("model", STATE_PER_CACHE_ENTRY),),
 )
 FRESH_STATE_PER_RECIPE = DefectModel(
     "eager TE starting a fresh FP8 state (a te.Linear twin sharing the parameters) whenever the recipe object changes",
