@@ -39,6 +39,10 @@ VARIANTS = {
     "zero2-layer": ("ZERO2", "LAYER"), "zero3-layer": ("ZERO3", "LAYER"),
     "zero2-block": ("ZERO2", "BLOCK"), "zero3-block": ("ZERO3", "BLOCK"),
 }
+#: Recipe variants (variant -> sharding, recipe): E4M3 both ways and a history of 4 with the max algorithm, over 5 steps
+#: so that the history rolls over, the amaxes reduced in FSDP's backward order.
+RECIPE_VARIANTS = {"zero2-e4m3-len4-max": ("ZERO2", "delayed-e4m3-len4-max"), "zero3-e4m3-len4-max": ("ZERO3", "delayed-e4m3-len4-max")}
+RECIPE_VARIANT_STEPS = 5
 SHARDINGS = {"zero2": "ZERO2", "zero3": "ZERO3"}
 REFERENCES = {"fsdp2": "torch FSDP2 (fully_shard) + eager TE", "ddp": "torch DDP + eager TE"}
 
@@ -49,10 +53,10 @@ def reference(env: Any, backend: str) -> str:
 
 
 def _spec(executor: str, cases: tuple[Case, ...], sharding: str, bucketing: str | None, parity: Pairs, backend: str,
-          world_size: int, **more: Any) -> PairSpec:
+          world_size: int, recipe_id: str = "delayed", **more: Any) -> PairSpec:
     if world_size < 2:
         pytest.skip(f"FSDP shards over 2+ ranks; world size is {world_size} (--teparity-world-size)")
-    return PairSpec(executor, "delayed", cases, fsdp=sharding, fsdp_bucketing=bucketing,
+    return PairSpec(executor, recipe_id, cases, fsdp=sharding, fsdp_bucketing=bucketing,
                     fsdp_reference=reference(parity.env, backend), **more)
 
 
@@ -90,6 +94,16 @@ def _assert_fsdp_parity(pair: Pair, parity: Pairs) -> None:
 def test_fsdp_matches_the_reference(executor: str, variant: str, parity: Pairs, world_size: int, backend: str) -> None:
     spec = _spec(executor, CASES, *VARIANTS[variant], parity, backend, world_size, steps=3)
     _assert_fsdp_parity(parity.run(spec, world_size=world_size, measure_fused=True), parity)
+
+
+@pytest.mark.parametrize("variant", list(RECIPE_VARIANTS))
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check(checks.FSDP, "{variant}")
+def test_fsdp_with_another_recipe_matches_the_reference(executor: str, variant: str, parity: Pairs, world_size: int,
+                                                         backend: str) -> None:
+    sharding, recipe_id = RECIPE_VARIANTS[variant]
+    spec = _spec(executor, CASES, sharding, None, parity, backend, world_size, recipe_id, steps=RECIPE_VARIANT_STEPS)
+    _assert_fsdp_parity(parity.run(spec, world_size=world_size), parity)
 
 
 @pytest.mark.parametrize("sharding", list(SHARDINGS))

@@ -41,7 +41,8 @@ EVIDENCE = _passing_gpu_evidence()
 
 
 def _largest(llama: bool) -> tuple[float, int]:
-    """The largest output or gradient difference, and FP8-state ulp distance, on 1-2 ranks outside the fsdp tier."""
+    """The largest output or gradient difference, and FP8-state ulp distance, on 1-2 ranks outside the fsdp tier (whose
+    llama states the committed runs compared under other linears' names: ``teparity.judge.tolerances``)."""
     differences, ulps = [0.0], [0]
     for check, _, ranks, evidence in EVIDENCE:
         if ranks > tolerances.TIGHT_RANKS or check.startswith("fsdp") or check.startswith(_LLAMA) != llama:

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.multirank
 
 
 @pytest.mark.check(checks.DDP_TRANSFORM)
-def test_ddp_transform_matches_torch_ddp(teparity_env: Any, rank_runner: RankRunner, world_size: int, evidence: Any) -> None:
+def test_ddp_transform_matches_torch_ddp(teparity_env: Any, rank_runner: RankRunner, world_size: int, evidence: Any, numbers: Any) -> None:
     """thunder's DDP transform with thunder's default executors: no TE executor is needed (nor, where the build has
     one, used), so it runs on every build that has the transform."""
     if reason := reasons.no_thunder(teparity_env):
@@ -43,6 +43,7 @@ def test_ddp_transform_matches_torch_ddp(teparity_env: Any, rank_runner: RankRun
     compare_ddp_runs(reference, thunder, FP32_AGAINST_TORCH, result=result)
     if result.differences:
         pytest.fail(result.message(f"thunder's DDP transform vs torch DDP; {ctx}"), pytrace=False)
+    numbers(result)
     collectives = collections.Counter(name.removeprefix("torch_").removesuffix("_prim_impl") for name in thunder[0].backward_collectives)
     evidence(f"{world_size} ranks x {spec.steps} steps, input requires grad: {result.summary()}; rank 0's backward "
              f"collectives: {dict(sorted(collectives.items()))}")

@@ -54,7 +54,7 @@ def torch_fsdp() -> dict[str, list[DdpTransformRun]]:
 @pytest.mark.shares_runs(lambda params: f"fsdp-transform-torch-{VARIANTS[params['variant']][0]}")  # torch_fsdp's run
 @pytest.mark.check(checks.FSDP_TRANSFORM, "{variant}")
 def test_fsdp_transform_matches_torch_fsdp(
-    variant: str, teparity_env: Any, rank_runner: RankRunner, world_size: int, evidence: Any,
+    variant: str, teparity_env: Any, rank_runner: RankRunner, world_size: int, evidence: Any, numbers: Any,
     torch_fsdp: dict[str, list[DdpTransformRun]],
 ) -> None:
     if reason := reasons.no_thunder(teparity_env):
@@ -80,6 +80,7 @@ def test_fsdp_transform_matches_torch_fsdp(
     compare_ddp_runs(reference, thunder, FP32_AGAINST_TORCH, result=result)
     if result.differences:
         pytest.fail(result.message(f"thunder's FSDP transform vs torch FSDP2; {ctx}"), pytrace=False)
+    numbers(result)
     collectives = collections.Counter(name.removeprefix("torch_").removesuffix("_prim_impl") for name in thunder[0].backward_collectives)
     evidence(f"{world_size} ranks x {spec.steps} steps, {sharding}, bucketing {bucketing or 'NONE'}, input requires grad, "
              f"full gradients gathered: {result.summary()}; rank 0's backward collectives: {dict(sorted(collectives.items()))}")

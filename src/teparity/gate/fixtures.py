@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from teparity.gate.report import EVIDENCE_PROPERTY
+from teparity.gate.report import EVIDENCE_PROPERTY, NUMBERS_PROPERTY
 from teparity.gate.settings import probed_environment, settings
 
 if TYPE_CHECKING:
@@ -54,6 +54,17 @@ def parity(request: pytest.FixtureRequest, teparity_env: Any, rank_runner: RankR
         request.node.user_properties.append((key, value))
 
     return Pairs(teparity_env, rank_runner, backend, evidence, modeled_by, note)
+
+
+@pytest.fixture
+def numbers(request: pytest.FixtureRequest) -> Callable[[Any], None]:
+    """Record what a comparison outside ``parity`` compared (tensors, largest differences, rules) for the report."""
+    from teparity.gate.pairs import comparison_numbers
+
+    def record(result: Any) -> None:
+        request.node.user_properties.append((NUMBERS_PROPERTY, comparison_numbers(result)))
+
+    return record
 
 
 @pytest.fixture

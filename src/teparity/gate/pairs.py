@@ -39,7 +39,7 @@ def feature_reason(spec: PairSpec, thunder: str | None) -> str | None:
     return reasons.feature_absent(spec.executor, thunder, recipe_changes=changes, compile_path=spec.compile_path)
 
 
-def _numbers(result: Any) -> dict[str, Any]:
+def comparison_numbers(result: Any) -> dict[str, Any]:
     """A comparison's numbers for the report: tensors compared, the largest difference and the rule, per quantity."""
     if not isinstance(result, Comparison):
         return {}
@@ -127,12 +127,12 @@ class Pairs:
                 ) from None
             finally:
                 self._against = None
-            self.note(MODEL_PROPERTY, {"entry": entry.id, "modeled": "pass", **_numbers(modeled)})
+            self.note(MODEL_PROPERTY, {"entry": entry.id, "modeled": "pass", **comparison_numbers(modeled)})
             raise
 
     def _numbers(self, result: Verdict) -> Verdict:
         """Record what a passing verdict compared: the tensors, the largest difference and the rule of each quantity."""
-        self.note(NUMBERS_PROPERTY, _numbers(result))
+        self.note(NUMBERS_PROPERTY, comparison_numbers(result))
         return result
 
     def _sides(self, spec: PairSpec, world_size: int, wanted: list[tuple[str, PairSpec, ScaleUpdate | None]]) -> list[list[list[CaseRun]]]:

@@ -59,7 +59,8 @@ def legacy_snapshot(forward_trace: Any, linear_names: list[str]) -> Snapshot:
     """State of the legacy executor's ``TELinear`` modules, matched to linears by weight argument."""
     linears = [bsym for bsym in forward_trace.bound_symbols if bsym.sym.name.startswith("te_linear_")]
     modules = [bsym._call_ctx[bsym.sym.name].func for bsym in linears]
-    return _by_name(linear_names, [_module_state(m) for m in modules], [_weight_name(b.args[1]) for b in linears])
+    weights = parameters_behind(forward_trace, [b.args[1] for b in linears], linear_names)
+    return _by_name(linear_names, [_module_state(m) for m in modules], weights)
 
 
 def functional_snapshot(forward_trace: Any, backward_trace: Any | None, linear_names: list[str]) -> Snapshot:
@@ -86,30 +87,45 @@ def functional_snapshot(forward_trace: Any, backward_trace: Any | None, linear_n
     # made from: under activation checkpointing the backward's quantizers are the recomputation's, made
     # from the same forward state (thunder's checkpointing transform reuses it).
     per_linear: list[dict[str, dict[str, Any]]] = []
-    weights: list[str | None] = []
+    weights: list[Any] = []
     by_forward_state: dict[str, dict[str, dict[str, Any]]] = {}
     for bsym in forward_trace.bound_symbols:
         if bsym.sym.name == "te_functional_linear_fwd":
             _, weight, _, q_input, _ = bsym.args
             state = _roles(recipe_state(q_input), FORWARD_ROLES)
             per_linear.append(state)
-            weights.append(_weight_name(weight))
+            weights.append(weight)
             by_forward_state[state_symbol(q_input).sym.name] = state
     for bsym in () if backward_trace is None else backward_trace.bound_symbols:
         if bsym.sym.name == "te_functional_linear_bwd":
             q_input, q_grad_output = bsym.args[3], bsym.args[5]
             by_forward_state[state_symbol(q_input).sym.name].update(_roles(recipe_state(q_grad_output), BACKWARD_ROLES))
-    return _by_name(linear_names, per_linear, weights)
+    return _by_name(linear_names, per_linear, parameters_behind(forward_trace, weights, linear_names))
 
 
-def _weight_name(proxy: Any) -> str | None:
-    return getattr(proxy, "name", None)
+def _parameter_proxy_name(linear_name: str) -> str:
+    """thunder names the proxy of parameter ``a.weight`` ``t_a_weight``."""
+    return f"t_{linear_name.replace('.', '_')}_weight"
+
+
+def parameters_behind(trace: Any, weights: list[Any], linear_names: list[str]) -> list[str | None]:
+    """The parameter proxy behind each TE linear's weight argument: the argument itself, or under thunder's FSDP
+    the parameter's shard gathered for it (``all_gather`` then ``wait``), followed back through producers of one
+    proxy argument. None where no parameter is reached (e.g. a bucket's unpacking)."""
+    parameters = {_parameter_proxy_name(name) for name in linear_names}
+    producers = {out.name: bsym for bsym in trace.bound_symbols for out in bsym.flat_proxy_outs}
+    names: list[str | None] = []
+    for weight in weights:
+        name = getattr(weight, "name", None)
+        while name not in parameters and (producer := producers.get(name)) is not None and len(producer.flat_proxy_args) == 1:
+            name = producer.flat_proxy_args[0].name
+        names.append(name if name in parameters else None)
+    return names
 
 
 def _by_name(linear_names: list[str], states: list[dict[str, dict[str, Any]]], weights: list[str | None]) -> Snapshot:
-    """Name each linear's state: by its weight argument where every one is a parameter proxy (thunder
-    names the proxy of parameter ``a.weight`` ``t_a_weight``, so independent linears that thunder reorders
-    keep their names), else in trace order (a chain of linears: the trace keeps the model's order). No TE
+    """Name each linear's state: by the parameter behind its weight argument where every one has one
+    (``parameters_behind``: independent linears that thunder reorders keep their names), else in trace order (a chain of linears: the trace keeps the model's order). No TE
     linear at all is a fallback that the TE-claims check reports first (an empty snapshot); some but not
     all cannot be matched to names and raises."""
     if not states:
@@ -118,7 +134,7 @@ def _by_name(linear_names: list[str], states: list[dict[str, dict[str, Any]]], w
         raise AssertionError(
             f"found FP8 state for {len(states)} TE linears, the model has {len(linear_names)} ({linear_names})"
         )
-    by_proxy = {f"t_{name.replace('.', '_')}_weight": name for name in linear_names}
+    by_proxy = {_parameter_proxy_name(name): name for name in linear_names}
     if all(weight in by_proxy for weight in weights) and len(set(weights)) == len(weights):
         return {by_proxy[weight]: state for weight, state in zip(weights, states) if state}
     return {name: state for name, state in zip(linear_names, states) if state}

@@ -168,7 +168,7 @@ def compare_sides(
                 continue  # reported by case_errors
             eager, thunder = eager.first_steps(steps), thunder.first_steps(steps)
             apart = tolerances.rounds_apart(eager.case, spec)
-            llama, tight = eager.case.model == "llama", tolerances.tightened(len(eager_by_rank), spec.fsdp)
+            llama, tight = eager.case.model == "llama", tolerances.tightened(len(eager_by_rank))
             tol = tolerances.numerics_rule(spec.recipe_id, spec.executor, eager.case.activation, apart, tight=tight,
                                            llama=llama)
             if spec.model == TORCH_LINEARS:  # a defect's model without FP8: torch against torch
