@@ -159,3 +159,20 @@ def test_a_twin_state_moves_only_when_it_runs_where_the_executor_owns_its_update
     history = model.twins[0][0].fp8_meta["scaling_fwd"].amax_history[:, 0].tolist()
     # The synced twin ran at steps 0 and 1: its own two rolls, or four with the idle twin's runs.
     assert history == ([0.0, 0.0, 10.0, 11.0] if own_updates else [0.0, 10.0, 0.0, 11.0]), history
+
+
+@pytest.mark.parametrize(("compile_path", "activation", "recomputed", "checkpointed"), [
+    ("thunderfx", "gelu", 2, ["Linear", "GELU", "Linear", "GELU"]),
+    ("jit", "gelu", 2, ["Linear", "GELU", "Linear"]),  # thunder.jit keeps the last GELU's input from the forward
+    ("jit", None, 1, ["Linear"]),
+])
+def test_the_recomputed_region_is_what_the_compile_path_recomputes(monkeypatch: pytest.MonkeyPatch, compile_path: str,
+                                                                   activation: str | None, recomputed: int,
+                                                                   checkpointed: list[str]) -> None:
+    from teparity.inrank.models import plain_mlp
+
+    monkeypatch.setattr(defect_models, "te_twin", copy.deepcopy)  # CPU: the layers as torch modules
+    plain = plain_mlp((48, 64, 32, 16), seed=0, device="cpu", dtype=torch.float32, bias=False, activation=activation)
+    model = defect_models.eager_model(defect_models.RECOMPUTED_UNDER_FP8, plain, executor="legacy",
+                                      compile_path=compile_path, recomputed=recomputed)
+    assert [type(layer).__name__ for layer in model._checkpointed] == checkpointed

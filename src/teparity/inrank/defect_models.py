@@ -181,16 +181,24 @@ class RecomputedUnderFp8(_Model):
     """The ``te.Linear`` twin with the linears that thunder's checkpointing recomputes (the region's first
     ``recomputed``) under ``torch.utils.checkpoint``, recomputed in the backward under FP8 autocast: each records its
     amaxes again after the step's forward update and quantizes with the state as it then is, and no forward update
-    follows (thunder's backward program runs in fp8_autocast with grad disabled, so its exit updates nothing)."""
+    follows (thunder's backward program runs in fp8_autocast with grad disabled, so its exit updates nothing).
 
-    def __init__(self, plain: torch.nn.Module, recomputed: int, group: Any) -> None:
+    ``trailing_activation``: whether the region's last activation is recomputed too (thunderfx) or its input kept from
+    the forward (thunder.jit's rematerialization saves it: its GELU backward reads the forward's linear output, not the
+    recomputed one; docs/results/h200-te2.9.0-b23f62b/jit-checkpointing)."""
+
+    def __init__(self, plain: torch.nn.Module, recomputed: int, group: Any, *, trailing_activation: bool) -> None:
         super().__init__()
         self.twin = te_twin(plain)
         layers = list(self.twin)
         linear_at = [i for i, layer in enumerate(layers) if hasattr(layer, "in_features")]
         region_linears = linear_at[:-1]
         # Through the region's last recomputed linear, and its activation where every region linear is recomputed.
-        end = len(layers) - 1 if recomputed >= len(region_linears) else region_linears[recomputed - 1] + 1
+        recomputed = min(recomputed, len(region_linears))
+        if recomputed == len(region_linears) and trailing_activation:
+            end = len(layers) - 1
+        else:
+            end = region_linears[recomputed - 1] + 1 if recomputed else 0
         self._checkpointed, self._rest = layers[:end], layers[end:]
         self._group, self._recipe = group, None
 
@@ -233,8 +241,10 @@ def _fp8_without_forward_update(recipe: Any, group: Any) -> Iterator[None]:
         yield
 
 
-def eager_model(name: str, plain: torch.nn.Module, *, executor: str, recomputed: int = 0, group: Any = None) -> _Model:
-    """The eager model ``name`` (``teparity.records.EAGER_MODELS``) of ``plain``, for thunder with ``executor``."""
+def eager_model(name: str, plain: torch.nn.Module, *, executor: str, compile_path: str = "jit", recomputed: int = 0,
+                group: Any = None) -> _Model:
+    """The eager model ``name`` (``teparity.records.EAGER_MODELS``) of ``plain``, for thunder with ``executor`` compiled
+    by ``compile_path``."""
     if name == TORCH_LINEARS:
         return TorchLinears(plain)
     if name == STATE_PER_CACHE_ENTRY:
@@ -244,5 +254,5 @@ def eager_model(name: str, plain: torch.nn.Module, *, executor: str, recomputed:
     if name == BF16_COPIES:
         return Bf16Copies(plain)
     if name == RECOMPUTED_UNDER_FP8:
-        return RecomputedUnderFp8(plain, recomputed, group)
+        return RecomputedUnderFp8(plain, recomputed, group, trailing_activation=compile_path == "thunderfx")
     raise ValueError(f"no eager model named {name!r}")

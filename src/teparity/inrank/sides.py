@@ -166,7 +166,8 @@ def eager_module(plain: Any, spec: PairSpec, group: Any, case: Case) -> Any:
 
     fewest, most = checkpoint_recomputes(case) if spec.checkpoint else (0, 0)
     recomputed = most if spec.compile_path == "thunderfx" else fewest
-    return eager_model(spec.model, plain, executor=spec.executor, recomputed=recomputed, group=group)
+    return eager_model(spec.model, plain, executor=spec.executor, compile_path=spec.compile_path, recomputed=recomputed,
+                       group=group)
 
 
 def _eager_program(plain: Any, spec: PairSpec, group: Any, case: Case) -> _Program:

@@ -58,11 +58,27 @@ def reset_between_runs() -> None:
         fp8_global_state_manager().reset()
     if "torch._dynamo" in sys.modules:  # nothing compiled before dynamo was imported
         torch._dynamo.reset()
+    if "torch.distributed.tensor" in sys.modules:
+        clear_dtensor_caches()
     torch.manual_seed(0)
     gc.collect()
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
+
+
+def clear_dtensor_caches() -> None:
+    """Empty DTensor's sharding-propagation and redistribution caches. They key on specs whose mesh equality ignores
+    the mesh's process group, so after a warm rank is regrouped (``destroy_process_group``) a cached output spec
+    names a destroyed group: "Could not resolve the process group registered under the name N" in FSDP2's
+    ``full_tensor`` (seen once in 16 served runs on an H200; ``tests/harness/test_dtensor_caches.py`` reproduces it on
+    the CPU)."""
+    from torch.distributed.tensor import _redistribute, debug
+
+    for clear in (getattr(debug, "_clear_sharding_prop_cache", None), getattr(_redistribute, "clear_redistribute_planner_cache", None),
+                  getattr(getattr(_redistribute, "_gen_transform_infos", None), "cache_clear", None)):
+        if clear is not None:
+            clear()
 
 
 def preload() -> None:

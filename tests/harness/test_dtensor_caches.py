@@ -1,0 +1,72 @@
+"""A warm rank regrouped between runs (``teparity.launch.rank.join_group`` destroys its groups) must not reuse DTensor
+specs cached under the old groups (``teparity.inrank.task.clear_dtensor_caches``). Two spawned gloo ranks on the CPU:
+a first group life computes on a DTensor over its second group; the next life has one group; without the reset,
+DTensor's cached spec names the destroyed group."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import torch, torch.distributed as dist, torch.multiprocessing as mp
+    from torch.distributed.device_mesh import DeviceMesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+
+    def life(rank, groups, port):
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+        group = [dist.new_group([0, 1]) for _ in range(groups)][-1]
+        doubled = distribute_tensor(torch.ones(4, 2), DeviceMesh.from_group(group, "cpu"), [Shard(0)]) * 2
+        total = doubled.full_tensor().sum().item()
+        dist.destroy_process_group()
+        return total
+
+    def main(rank, reset, ports):
+        sys.path.insert(0, SRC)
+        life(rank, 2, ports[0])
+        if reset:
+            from teparity.inrank.task import reset_between_runs
+            reset_between_runs()
+        try:
+            print(rank, "total", life(rank, 1, ports[1]), flush=True)
+        except RuntimeError as error:
+            print(rank, "error", error, flush=True)
+
+    if __name__ == "__main__":
+        mp.spawn(main, args=(sys.argv[1] == "reset", (int(sys.argv[2]), int(sys.argv[3]))), nprocs=2)
+    """
+)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _second_life(tmp_path: Path, reset: bool) -> str:
+    script = tmp_path / "lives.py"
+    script.write_text(f"SRC = {str(SRC)!r}\n{SCRIPT}")
+    mode = "reset" if reset else "keep"
+    done = subprocess.run([sys.executable, str(script), mode, str(_free_port()), str(_free_port())], capture_output=True,
+                          text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.parametrize("reset", [True, False])
+def test_a_regrouped_rank_reset_between_runs_resolves_its_new_group(tmp_path: Path, reset: bool) -> None:
+    out = _second_life(tmp_path, reset)
+    if reset:
+        assert out.count("total 16.0") == 2, out
+    else:  # what the reset prevents, on this torch
+        assert out.count("Could not resolve the process group registered under the name 2") == 2, out
