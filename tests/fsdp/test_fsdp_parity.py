@@ -39,11 +39,11 @@ VARIANTS = {
     "zero2-layer": ("ZERO2", "LAYER"), "zero3-layer": ("ZERO3", "LAYER"),
     "zero2-block": ("ZERO2", "BLOCK"), "zero3-block": ("ZERO3", "BLOCK"),
 }
+SHARDINGS = {"zero2": "ZERO2", "zero3": "ZERO3"}
 #: Recipe variants (variant -> sharding, recipe): E4M3 both ways and a history of 4 with the max algorithm, over 5 steps
 #: so that the history rolls over, the amaxes reduced in FSDP's backward order.
-RECIPE_VARIANTS = {"zero2-e4m3-len4-max": ("ZERO2", "delayed-e4m3-len4-max"), "zero3-e4m3-len4-max": ("ZERO3", "delayed-e4m3-len4-max")}
+RECIPE_VARIANTS = {f"{variant}-e4m3-len4-max": (sharding, "delayed-e4m3-len4-max") for variant, sharding in SHARDINGS.items()}
 RECIPE_VARIANT_STEPS = 5
-SHARDINGS = {"zero2": "ZERO2", "zero3": "ZERO3"}
 REFERENCES = {"fsdp2": "torch FSDP2 (fully_shard) + eager TE", "ddp": "torch DDP + eager TE"}
 
 

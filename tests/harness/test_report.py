@@ -263,3 +263,26 @@ def test_diff_names_each_test_two_reports_judged_differently(tmp_path: Path) -> 
     assert changed.stdout.splitlines()[:3] == [test["nodeid"], f"  - {test['outcome']}: {test['evidence'].removesuffix('; one more number')}",
                                               f"  + {test['outcome']}: {test['evidence']}"], changed.stdout
     assert changed.stdout.rstrip().endswith(f"1 of 84 tests differ between {before} and {after}"), changed.stdout
+
+
+def test_a_comparison_outside_parity_records_its_numbers_in_the_report(pytester: pytest.Pytester) -> None:
+    """The transform checks compare without ``parity``: the ``numbers`` fixture puts their tensor count, largest
+    difference and rule in the report, as ``parity`` does."""
+    pytester.makepyfile(
+        test_transform="""
+        import pytest
+        import torch
+        from teparity.judge.compare import Comparison
+
+        @pytest.mark.check("transform")
+        def test_transform(numbers, evidence):
+            result = Comparison()
+            result.note("grad@step0", torch.zeros(3), torch.full((3,), 0.5))
+            numbers(result)
+            evidence(result.summary())
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "teparity.plugin", "-p", "no:cacheprovider", "--teparity-report", "r.json")
+    result.assert_outcomes(passed=1)
+    test = json.loads((pytester.path / "r.json").read_text())["results"][0]["tests"][0]
+    assert test["numbers"]["tensors_compared"] == 1 and test["numbers"]["max_abs"] == {"grad": 0.5}, test

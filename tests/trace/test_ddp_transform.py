@@ -28,7 +28,8 @@ pytestmark = pytest.mark.multirank
 
 
 @pytest.mark.check(checks.DDP_TRANSFORM)
-def test_ddp_transform_matches_torch_ddp(teparity_env: Any, rank_runner: RankRunner, world_size: int, evidence: Any, numbers: Any) -> None:
+def test_ddp_transform_matches_torch_ddp(teparity_env: Any, rank_runner: RankRunner, world_size: int, evidence: Any,
+                                        numbers: Any) -> None:
     """thunder's DDP transform with thunder's default executors: no TE executor is needed (nor, where the build has
     one, used), so it runs on every build that has the transform."""
     if reason := reasons.no_thunder(teparity_env):

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from teparity.inrank.fp8state import live_scaling_tensors
 from teparity.inrank.models import te_twin
 from teparity.records import (
     BF16_COPIES,
@@ -112,24 +113,13 @@ class StatePerCacheEntry(_Twins):
 
     def _undo_updates_of_idle_twins(self) -> None:
         for index, twin in enumerate(self.twins):
-            tensors = _scaling_tensors(twin)
+            tensors = live_scaling_tensors(twin)
             if index == self.active:
                 self._after_own_run[index] = [tensor.clone() for tensor in tensors]
             else:
                 with torch.no_grad():
                     for tensor, kept in zip(tensors, self._after_own_run.get(index, ())):
                         tensor.copy_(kept)
-
-
-def _scaling_tensors(module: torch.nn.Module) -> list[torch.Tensor]:
-    """The delayed-scaling tensors of every TE module in ``module`` (none before its first FP8 forward)."""
-    found = []
-    for child in module.modules():
-        meta = getattr(child, "fp8_meta", None) or {}
-        for direction in ("scaling_fwd", "scaling_bwd"):
-            state = meta.get(direction)
-            found += [t for name in ("amax_history", "scale", "scale_inv") if isinstance(t := getattr(state, name, None), torch.Tensor)]
-    return found
 
 
 class FreshStatePerRecipeObject(_Twins):
@@ -193,7 +183,8 @@ class RecomputedUnderFp8(_Model):
         layers = list(self.twin)
         linear_at = [i for i, layer in enumerate(layers) if hasattr(layer, "in_features")]
         region_linears = linear_at[:-1]
-        # Through the region's last recomputed linear, and its activation where every region linear is recomputed.
+        # Through the region's last recomputed linear, and its activation where every region linear is recomputed
+        # and the compile path recomputes the trailing activation.
         recomputed = min(recomputed, len(region_linears))
         if recomputed == len(region_linears) and trailing_activation:
             end = len(layers) - 1

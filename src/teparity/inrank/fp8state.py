@@ -40,8 +40,20 @@ def _roles(state: Any, roles: tuple[str, ...]) -> dict[str, dict[str, Any]]:
 
 
 def _module_state(module: Any) -> dict[str, dict[str, Any]]:
-    meta = getattr(module, "fp8_meta", {})
-    return {**_roles(meta.get("scaling_fwd"), FORWARD_ROLES), **_roles(meta.get("scaling_bwd"), BACKWARD_ROLES)}
+    forward, backward = _scaling_states(module)
+    return {**_roles(forward, FORWARD_ROLES), **_roles(backward, BACKWARD_ROLES)}
+
+
+def _scaling_states(module: Any) -> tuple[Any, Any]:
+    """A TE module's forward and backward delayed-scaling states (None before its first FP8 forward)."""
+    meta = getattr(module, "fp8_meta", None) or {}
+    return meta.get("scaling_fwd"), meta.get("scaling_bwd")
+
+
+def live_scaling_tensors(model: Any) -> list[Any]:
+    """The delayed-scaling tensors themselves (not copies) of every TE module in ``model``: to put a state back."""
+    return [tensor for child in model.modules() for state in _scaling_states(child)
+            for name in ("amax_history", "scale", "scale_inv") if (tensor := getattr(state, name, None)) is not None]
 
 
 def eager_snapshot(model: Any) -> Snapshot:
@@ -117,7 +129,8 @@ def parameters_behind(trace: Any, weights: list[Any], linear_names: list[str]) -
     names: list[str | None] = []
     for weight in weights:
         name = getattr(weight, "name", None)
-        while name not in parameters and (producer := producers.get(name)) is not None and len(producer.flat_proxy_args) == 1:
+        while name not in parameters and (producer := producers.get(name)) is not None \
+                and len(producer.flat_proxy_args) == 1:
             name = producer.flat_proxy_args[0].name
         names.append(name if name in parameters else None)
     return names
@@ -125,9 +138,10 @@ def parameters_behind(trace: Any, weights: list[Any], linear_names: list[str]) -
 
 def _by_name(linear_names: list[str], states: list[dict[str, dict[str, Any]]], weights: list[str | None]) -> Snapshot:
     """Name each linear's state: by the parameter behind its weight argument where every one has one
-    (``parameters_behind``: independent linears that thunder reorders keep their names), else in trace order (a chain of linears: the trace keeps the model's order). No TE
-    linear at all is a fallback that the TE-claims check reports first (an empty snapshot); some but not
-    all cannot be matched to names and raises."""
+    (``parameters_behind``: independent linears that thunder reorders keep their names), else in trace
+    order (a chain of linears: the trace keeps the model's order). No TE linear at all is a fallback that
+    the TE-claims check reports first (an empty snapshot); some but not all cannot be matched to names
+    and raises."""
     if not states:
         return {}
     if len(states) != len(linear_names):

@@ -75,8 +75,10 @@ def clear_dtensor_caches() -> None:
     the CPU)."""
     from torch.distributed.tensor import _redistribute, debug
 
-    for clear in (getattr(debug, "_clear_sharding_prop_cache", None), getattr(_redistribute, "clear_redistribute_planner_cache", None),
-                  getattr(getattr(_redistribute, "_gen_transform_infos", None), "cache_clear", None)):
+    clears = (getattr(debug, "_clear_sharding_prop_cache", None),
+              getattr(_redistribute, "clear_redistribute_planner_cache", None),
+              getattr(getattr(_redistribute, "_gen_transform_infos", None), "cache_clear", None))
+    for clear in clears:
         if clear is not None:
             clear()
 
