@@ -163,7 +163,7 @@ def test_a_twin_state_moves_only_when_it_runs_where_the_executor_owns_its_update
 
 @pytest.mark.parametrize(("compile_path", "activation", "recomputed", "checkpointed"), [
     ("thunderfx", "gelu", 2, ["Linear", "GELU", "Linear", "GELU"]),
-    ("jit", "gelu", 2, ["Linear", "GELU", "Linear"]),  # thunder.jit keeps the last GELU's input from the forward
+    ("jit", "gelu", 2, ["Linear", "GELU", "Linear", "GeluKeepingForwardTerms"]),
     ("jit", None, 1, ["Linear"]),
 ])
 def test_the_recomputed_region_is_what_the_compile_path_recomputes(monkeypatch: pytest.MonkeyPatch, compile_path: str,
@@ -176,3 +176,26 @@ def test_the_recomputed_region_is_what_the_compile_path_recomputes(monkeypatch: 
     model = defect_models.eager_model(defect_models.RECOMPUTED_UNDER_FP8, plain, executor="legacy",
                                       compile_path=compile_path, recomputed=recomputed)
     assert [type(layer).__name__ for layer in model._checkpointed] == checkpointed
+
+
+class _Drifting(torch.nn.Module):
+    """Adds its call count: the backward's recomputation sees another input than the forward did."""
+
+    calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        return x + self.calls
+
+
+def test_the_jit_gelu_takes_its_cdf_and_density_from_the_forward_and_z_from_the_recomputation() -> None:
+    """thunder.jit's GELU backward: ``g * (Phi(z_f) + z_r * phi(z_f))``; all-forward or all-recomputed terms fail."""
+    import torch.utils.checkpoint
+
+    x = torch.linspace(-2.0, 1.0, 7, dtype=torch.float64, requires_grad=True)
+    region = torch.nn.Sequential(_Drifting(), defect_models.GeluKeepingForwardTerms())
+    torch.utils.checkpoint.checkpoint(region, x, use_reentrant=False).backward(torch.ones_like(x))
+    z_f, z_r = x.detach() + 1, x.detach() + 2
+    normal = torch.distributions.Normal(0.0, 1.0)
+    expected = normal.cdf(z_f) + z_r * normal.log_prob(z_f).exp()
+    torch.testing.assert_close(x.grad, expected)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -173,23 +174,20 @@ class RecomputedUnderFp8(_Model):
     amaxes again after the step's forward update and quantizes with the state as it then is, and no forward update
     follows (thunder's backward program runs in fp8_autocast with grad disabled, so its exit updates nothing).
 
-    ``trailing_activation``: whether the region's last activation is recomputed too (thunderfx) or its input kept from
-    the forward (thunder.jit's rematerialization saves it: its GELU backward reads the forward's linear output, not the
-    recomputed one; docs/results/h200-te2.9.0-b23f62b/jit-checkpointing)."""
+    Where every region linear is recomputed, so is the region's trailing activation; ``jit_remat``: thunder.jit's
+    rematerialization keeps part of that GELU's backward from the forward (``GeluKeepingForwardTerms``), where
+    thunderfx recomputes all of it."""
 
-    def __init__(self, plain: torch.nn.Module, recomputed: int, group: Any, *, trailing_activation: bool) -> None:
+    def __init__(self, plain: torch.nn.Module, recomputed: int, group: Any, *, jit_remat: bool) -> None:
         super().__init__()
         self.twin = te_twin(plain)
         layers = list(self.twin)
         linear_at = [i for i, layer in enumerate(layers) if hasattr(layer, "in_features")]
         region_linears = linear_at[:-1]
-        # Through the region's last recomputed linear, and its activation where every region linear is recomputed
-        # and the compile path recomputes the trailing activation.
         recomputed = min(recomputed, len(region_linears))
-        if recomputed == len(region_linears) and trailing_activation:
-            end = len(layers) - 1
-        else:
-            end = region_linears[recomputed - 1] + 1 if recomputed else 0
+        end = len(layers) - 1 if recomputed == len(region_linears) else (region_linears[recomputed - 1] + 1 if recomputed else 0)
+        if jit_remat and end == len(layers) - 1 and isinstance(layers[end - 1], torch.nn.GELU):
+            layers[end - 1] = GeluKeepingForwardTerms()
         self._checkpointed, self._rest = layers[:end], layers[end:]
         self._group, self._recipe = group, None
 
@@ -214,6 +212,34 @@ class RecomputedUnderFp8(_Model):
 
     def state_module(self) -> torch.nn.Module:
         return self.twin
+
+
+class _GeluKeepingForwardTerms(torch.autograd.Function):
+    """GELU whose backward is thunder.jit's for a rematerialized GELU: ``g * (Phi(z_f) + z_r * phi(z_f))``, with
+    ``Phi`` and ``phi`` of the forward's input ``z_f`` (saved by the forward trace) and ``z`` of the input recomputed in
+    the backward ``z_r`` (docs/results/h200-te2.9.0-b23f62b/jit-checkpointing/diag-traces.txt: t153, t176, bw_t74).
+    Under non-reentrant checkpointing the saved tensor is the recomputed input; the attribute keeps the forward's."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.forward_input = x.detach()
+        ctx.save_for_backward(x)
+        return torch.nn.functional.gelu(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (recomputed,) = ctx.saved_tensors
+        scaled = ctx.forward_input / math.sqrt(2)
+        cdf = 0.5 + 0.5 * torch.erf(scaled)
+        density = (2 / math.sqrt(math.pi)) * torch.exp(-scaled.pow(2))
+        return cdf * grad + density * (0.5 * (recomputed * grad)) / math.sqrt(2)
+
+
+class GeluKeepingForwardTerms(torch.nn.Module):
+    """``torch.nn.GELU`` with thunder.jit's rematerialized backward (``_GeluKeepingForwardTerms``)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _GeluKeepingForwardTerms.apply(x)
 
 
 @contextlib.contextmanager
@@ -245,5 +271,5 @@ def eager_model(name: str, plain: torch.nn.Module, *, executor: str, compile_pat
     if name == BF16_COPIES:
         return Bf16Copies(plain)
     if name == RECOMPUTED_UNDER_FP8:
-        return RecomputedUnderFp8(plain, recomputed, group, trailing_activation=compile_path == "thunderfx")
+        return RecomputedUnderFp8(plain, recomputed, group, jit_remat=compile_path == "jit")
     raise ValueError(f"no eager model named {name!r}")

@@ -33,8 +33,8 @@ QUANTIZED_BF16_COPIES = DefectModel(
 )
 RECOMPUTE_RECORDS_AMAXES = DefectModel(
     "eager TE with the linears thunder recomputes under torch.utils.checkpoint, recomputed in the backward under FP8 "
-    "autocast with no forward update at its exit (thunder.jit keeps the input of the region's last activation from "
-    "the forward; thunderfx recomputes it too)", (("model", RECOMPUTED_UNDER_FP8),),
+    "autocast with no forward update at its exit (thunder.jit's backward takes the region's last GELU's cdf and "
+    "density at the forward's input; thunderfx recomputes all of it)", (("model", RECOMPUTED_UNDER_FP8),),
 )
 SAVED_NOT_RECOMPUTED = DefectModel(
     "eager TE without checkpointing (thunder saves the checkpointed TE linears' outputs): the numbers of the true "
