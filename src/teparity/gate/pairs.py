@@ -95,7 +95,7 @@ class Pairs:
         wanted = [("eager", eager_spec, update), ("thunder", spec, None)]
         model = self.modeled_by.model if self.modeled_by else None
         # A model's run keeps the executor: what thunder does wrong may differ by executor.
-        model_spec = model.applied(dataclasses.replace(eager_spec, executor=spec.executor)) if model is not None and model.covers(spec) else None
+        model_spec = model.applied(dataclasses.replace(eager_spec, executor=spec.executor)) if model is not None else None
         if model_spec is not None:
             wanted.append(("eager", model_spec, update))
         if measure_fused and update != "fused":
@@ -104,7 +104,7 @@ class Pairs:
         modeled = more.pop(0) if model_spec is not None else None
         backend = self.backend if world_size > 1 else "gloo"
         return Pair(spec, world_size, backend, update, eager, thunder, more[0] if more else None, modeled,
-                    model.applied(spec) if model is not None and model_spec is not None else None)
+                    model.applied(spec) if model is not None else None)
 
     def judge(self, pair: Pair, verdict: Callable[[Pair], Verdict]) -> Verdict:
         """``verdict`` of the pair. Where a known defect's model covers the test, thunder is judged against the true

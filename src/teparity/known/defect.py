@@ -90,12 +90,6 @@ class DefectModel:
     te_claims: bool = True
     #: Trace invariants the model waives (the defect is that thunder breaks them; the numbers must still match).
     waived: tuple[str, ...] = ()
-    #: ``PairSpec`` fields and values where the model holds (empty: everywhere the entry does); elsewhere the entry's
-    #: tests are held by its signature alone.
-    only_for: tuple[tuple[str, Any], ...] = ()
-
-    def covers(self, spec: Any) -> bool:
-        return all(getattr(spec, name) == value for name, value in self.only_for)
 
     def applied(self, spec: Any) -> Any:
         """The eager side's ``PairSpec`` of the model."""
