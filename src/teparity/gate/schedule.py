@@ -10,7 +10,7 @@ that no long test waits behind another on one worker.
 
 Expected durations: the ``duration_s`` of each test in the last run on this checkout (pytest's cache,
 ``teparity/durations``, written by the parity reporter), over ``durations.json`` beside this module
-(generated from a committed GPU run's parity report by ``python -m teparity durations``). A test in neither
+(each test's longest over committed GPU runs' parity reports, by ``python -m teparity durations``). A test in neither
 is expected to take as long as the longest known one, so new tests start early.
 
 Shared runs: tests marked ``shares_runs(key)`` with one key (a module-scoped fixture's rank run that several
