@@ -20,45 +20,39 @@ SCRIPT = textwrap.dedent(
     from torch.distributed.device_mesh import DeviceMesh
     from torch.distributed.tensor import Shard, distribute_tensor
 
-    def life(rank, groups, port):
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    def life(rank, groups, init_file):
+        dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=2)
         group = [dist.new_group([0, 1]) for _ in range(groups)][-1]
         doubled = distribute_tensor(torch.ones(4, 2), DeviceMesh.from_group(group, "cpu"), [Shard(0)]) * 2
         total = doubled.full_tensor().sum().item()
         dist.destroy_process_group()
         return total
 
-    def main(rank, reset, ports):
+    def main(rank, reset, init_files):
         sys.path.insert(0, SRC)
-        life(rank, 2, ports[0])
+        life(rank, 2, init_files[0])
         if reset:
             from teparity.inrank.task import reset_between_runs
             reset_between_runs()
         try:
-            print(rank, "total", life(rank, 1, ports[1]), flush=True)
+            said = f"{rank} total {life(rank, 1, init_files[1])}"
         except RuntimeError as error:
-            print(rank, "error", error, flush=True)
+            said = f"{rank} error {error}"
+        sys.stdout.write(said + "\\n")  # one write: the two ranks' lines do not interleave
+        sys.stdout.flush()
 
     if __name__ == "__main__":
-        mp.spawn(main, args=(sys.argv[1] == "reset", (int(sys.argv[2]), int(sys.argv[3]))), nprocs=2)
+        mp.spawn(main, args=(sys.argv[1] == "reset", sys.argv[2:4]), nprocs=2)
     """
 )
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _second_life(tmp_path: Path, reset: bool) -> str:
     script = tmp_path / "lives.py"
     script.write_text(f"SRC = {str(SRC)!r}\n{SCRIPT}")
     mode = "reset" if reset else "keep"
-    done = subprocess.run([sys.executable, str(script), mode, str(_free_port()), str(_free_port())], capture_output=True,
-                          text=True, timeout=240)
+    init_files = [str(tmp_path / f"group-{life}") for life in (1, 2)]  # file:// rendezvous, as the gate's ranks'
+    done = subprocess.run([sys.executable, str(script), mode, *init_files], capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
