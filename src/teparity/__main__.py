@@ -58,6 +58,9 @@ def _run(args: argparse.Namespace, after: list[str], own: dict[str, argparse.Arg
                                    args.standby_ranks)
     if command == "serve":
         return runs.serve_command(after, args.workdir, args.standby_ranks)
+    if command == "run-matrix":
+        return runs.run_matrix_command(args.matrix, args.te, args.thunder, args.list, after, args.wheels, args.te_site,
+                                       args.workdir, args.jobs, args.timeout_s)
     return runs.bisect_command(args.package, args.good, args.bad, after, args.wheels, args.workdir, args.entry)
 
 

@@ -16,10 +16,11 @@ reports merged into a markdown compatibility table), diff (what two parity repor
 mutation), known-defects (the registry as markdown), mutations (the mutation catalog as markdown), summary (a report as markdown for a CI job), bench (the gate with fresh, warm, forked and served ranks:
 wall times, ratios, identical verdicts), repeat (the gate N times: every verdict or number that changed), serve (a
 command whose pytest runs fork their ranks from one fork server), bisect (the first thunder build or TE release
-between a good and a bad one whose verdict changes) and durations (the expected test durations that order a run
-under -n, from parity reports' timelines)."""
+between a good and a bad one whose verdict changes), durations (the expected test durations that order a run
+under -n, from parity reports' timelines) and run-matrix (the declared stacks of matrix.toml side by side, then their
+compatibility table)."""
 #: The commands that take arguments after ``--``.
-TAKE_DASHES = ("bench", "repeat", "bisect", "serve")
+TAKE_DASHES = ("bench", "repeat", "bisect", "serve", "run-matrix")
 _not_negative = whole_number(0, "must be 0 or more, got {}")
 _at_least_two = whole_number(2, "a repeat needs at least 2 runs, got {}")
 
@@ -32,7 +33,8 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
     commands.add_parser("known-defects", help="the known upstream defects registry as markdown")
     commands.add_parser("mutations", help="the mutation catalog as markdown: each regression and the checks that kill it")
     own = {"summary": _summary(commands), "diff": _diff(commands), "matrix": _matrix(commands), "durations": _durations(commands), "kill-matrix": _kill_matrix(commands),
-           "bench": _bench(commands), "repeat": _repeat(commands), "serve": _serve(commands), "bisect": _bisect(commands)}
+           "bench": _bench(commands), "repeat": _repeat(commands), "serve": _serve(commands), "bisect": _bisect(commands),
+           "run-matrix": _run_matrix(commands)}
     return top, own
 
 
@@ -130,6 +132,30 @@ def _bisect(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     bisecting.add_argument("--entry", metavar="ID", help="judge each build by this known defect alone (bad: it shows, in "
                            "its range or as a near miss; good: its tests pass; another failure: skip); run without --runxfail")
     return bisecting
+
+
+def _run_matrix(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    from teparity.tools.declared import DEFAULT
+
+    running = commands.add_parser("run-matrix", usage="%(prog)s [options] [-- PYTEST ARGS]",
+                                  help="the declared stacks (matrix.toml) side by side, each in a site folder of its "
+                                  "own, then their compatibility table")
+    running.add_argument("--matrix", type=Path, default=DEFAULT, metavar="FILE", help=f"the declared matrix (default {DEFAULT.name} "
+                         "of this checkout)")
+    running.add_argument("--te", action="append", metavar="VERSION", help="only this TE release's stacks (repeatable; "
+                         "default every stack: one host usually has one TE)")
+    running.add_argument("--thunder", action="append", metavar="VERSION", help="only these thunder builds (repeatable)")
+    running.add_argument("--list", action="store_true", help="print the selected stacks and exit")
+    running.add_argument("--wheels", type=Path, metavar="DIR", help="install thunder from this folder of wheels, offline "
+                         "(default: the package index)")
+    running.add_argument("--te-site", type=Path, metavar="DIR", help="a folder holding the stacks' TE (pip install --target), "
+                         "put on the gate's PYTHONPATH after the thunder build (default: the interpreter's own TE)")
+    running.add_argument("--workdir", type=Path, help="matrix.json, compatibility.md, each stack's report, log and site "
+                         "(default: a new temp dir)")
+    running.add_argument("--jobs", type=positive(int), metavar="N", help="stacks at a time (default: all selected)")
+    running.add_argument("--timeout-s", type=positive(float), metavar="S", help="stop a stack's gate after S seconds "
+                         "(it is then red)")
+    return running
 
 
 def _standby_option(parser: argparse.ArgumentParser, server: str) -> None:

@@ -132,3 +132,36 @@ def kill_matrix_command(paths: list[str], workdir: Path | None, pytest_args: str
     print(table)
     print(f"reports: {workdir}")
     return 0 if ok else 1
+
+
+def run_matrix_command(matrix: Path, te: list[str] | None, thunder: list[str] | None, only_list: bool, pytest_args: list[str],
+                       wheels: Path | None, te_site: Path | None, workdir: Path | None, jobs: int | None,
+                       timeout_s: float | None) -> int:
+    """The selected declared stacks side by side: exit 0 where every one is green, 1 where any is red."""
+    from packaging.version import Version
+
+    from teparity.tools.declared import MatrixFileError, read
+    from teparity.tools.matrix_run import run_matrix, table
+
+    try:
+        declared = read(matrix)
+    except MatrixFileError as error:
+        raise UsageError(str(error)) from None
+    for name, wanted, have in (("--te", te, {s.te for s in declared}), ("--thunder", thunder, {s.thunder for s in declared})):
+        if undeclared := sorted(set(wanted or ()) - have):
+            raise UsageError(f"{name} {', '.join(undeclared)}: not in {matrix}, which declares {', '.join(sorted(have, key=Version))}")
+    stacks = tuple(s for s in declared if (not te or s.te in te) and (not thunder or s.thunder in thunder))
+    if not stacks:
+        raise UsageError(f"no stack of {matrix} has both the --te and --thunder asked for")
+    if only_list:
+        print("\n".join(f"{s.name}: torch {s.torch}, TE {s.te}, thunder {s.thunder}" for s in stacks))
+        return 0
+    for name, folder in (("--wheels", wheels), ("--te-site", te_site)):
+        if folder is not None and not folder.is_dir():
+            raise UsageError(f"{name} {folder}: no such folder")
+    workdir = _workdir(workdir, "teparity-matrix-")
+    result = run_matrix(stacks, workdir, pytest_args, jobs=jobs or len(stacks), wheels=wheels and wheels.resolve(),
+                        te_site=te_site and str(te_site.resolve()), timeout_s=timeout_s, progress=_progress)
+    print(table(result))
+    print(f"matrix.json, compatibility.md, each stack's report and log: {workdir}")
+    return 0 if result["green"] else 1
