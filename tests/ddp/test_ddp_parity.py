@@ -12,7 +12,7 @@ from teparity.gate.pairs import Pairs
 from teparity.judge.compare import Comparison, compare_across_ranks
 from teparity.judge.failures import ReducedOutsideTheGroup
 from teparity.judge.parity import (
-    assert_te_claimed,
+    assert_te_as_the_reference,
     compare_sides,
     compiled_entries,
     fused_update_deviation,
@@ -126,8 +126,8 @@ def test_amax_reduction_stays_in_the_fp8_group(executor: str, layout: str, parit
         pytest.fail(f"eager FP8 state is equal across the fp8 groups {groups}: inputs not rank-dependent? {ctx}")
 
     def verdict(judged: Pair) -> Comparison:
-        assert_te_claimed(judged.thunder, spec, ctx)
-        result = compare_sides(judged.eager, judged.thunder, spec)
+        assert_te_as_the_reference(judged.thunder, judged.spec, ctx)
+        result = compare_sides(judged.eager, judged.thunder, judged.spec)
         if result.differences:
             world = Comparison()
             compare_across_ranks(judged.thunder, result=world)

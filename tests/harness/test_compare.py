@@ -311,3 +311,48 @@ def test_each_side_runs_once_per_process_and_the_eager_reference_serves_both_exe
     assert functional.eager_fused is legacy.eager and again.thunder is functional.thunder
     assert legacy.eager_fused is None and functional.scale_update == "python"
     assert first.spec.steps == 1 and [len(r.steps) for side in (first.eager, first.thunder) for runs in side for r in runs] == [1, 1]
+
+LLAMA_CASE = Case(sizes=(64, 128, 64), lead_shape=(2, 16), dtype="float32", model="llama", seed=4)
+
+
+@pytest.mark.parametrize(("model", "grad_off", "parts"), [
+    ("llama", 3e-4, False),   # thunder's decompositions' rounding, under 16 x the largest seen: held
+    ("llama", 1e-3, True),    # beyond it
+    (None, 3e-4, True),       # linears alone round nowhere apart: TE's fp32 table
+])
+def test_against_a_model_that_runs_every_linear_in_torch_the_llama_block_has_its_decompositions_rule(
+        model: str | None, grad_off: float, parts: bool) -> None:
+    """Against ``TORCH_RUNS_EVERY_LINEAR`` (torch against torch) an fp32 llama block is held to TE's fp32 rtol and
+    ``LLAMA_UNQUANTIZED``'s atol (its RMSNorm, rotary, SDPA and SiLU are thunder's); any other case to TE's fp32 table."""
+    from teparity.records import TORCH_LINEARS
+
+    case = dataclasses.replace(LLAMA_CASE, model=model) if model is None else LLAMA_CASE
+    spec = PairSpec("functional", "delayed", (case,), steps=2, model=TORCH_LINEARS)
+    no_state = {}
+    result = compare_sides([[_run(case=case, state=no_state, grad=1e-3)]],
+                           [[_run(case=case, state=no_state, grad=1e-3 + grad_off)]], spec)
+    assert bool(result.differences) == parts, result.differences
+    assert tolerances.unquantized_rule("float32", llama=model == "llama").words() in " ".join(result.allowed.values())
+
+
+def test_the_llama_blocks_rule_against_torch_is_16_times_the_largest_difference_seen_as_a_power_of_two() -> None:
+    rule, seen = tolerances.LLAMA_UNQUANTIZED, tolerances.LLAMA_UNQUANTIZED_SEEN
+    assert rule.rtol == tolerances.UNQUANTIZED["float32"].rtol
+    assert tolerances.HEADROOM * seen <= rule.atol < 2 * tolerances.HEADROOM * seen
+    assert tolerances.unquantized_rule("bfloat16", llama=True) is tolerances.UNQUANTIZED["bfloat16"]
+
+
+def test_against_a_model_that_runs_every_linear_in_torch_te_must_hold_none_and_is_not_asked_to_claim() -> None:
+    """The claim check follows the reference: thunder without TE passes against ``TORCH_LINEARS`` and fails as a silent
+    fallback against eager TE; thunder with TE fails against ``TORCH_LINEARS``."""
+    from teparity.judge.failures import SilentFallback
+    from teparity.judge.parity import assert_te_as_the_reference
+    from teparity.records import TORCH_LINEARS
+
+    torch_only = [[_run(forward=["unpack_trivial", "linear", "python_return"], backward=["unpack_trivial", "python_return"])]]
+    modeled = dataclasses.replace(SPEC, model=TORCH_LINEARS)
+    assert_te_as_the_reference(torch_only, modeled, "ctx")
+    with pytest.raises(SilentFallback):
+        assert_te_as_the_reference(torch_only, SPEC, "ctx")
+    with pytest.raises(AssertionError, match="TE held 1 linear"):
+        assert_te_as_the_reference([[_run()]], modeled, "ctx")
