@@ -11,7 +11,7 @@ TE=${1:?TE version}; BUNDLE=${2:?bundle folder}; BUILDS=${3:?thunder builds tar.
 export PYTHONUNBUFFERED=1
 { nvidia-smi -L; echo "cores: $(nproc)"; } > "$OUT/machine.txt" 2>&1
 source "$BUNDLE/install_bundle.sh" "$BUNDLE" /tmp/te-site > "$OUT/install.log" 2>&1 || { echo "TE install failed" >> "$OUT/install.log"; exit 1; }
-export PYTHONPATH=$PWD/src   # TE from --te-site, each thunder build from a site folder of its own
+export PYTHONPATH=$PWD/src:/tmp/te-site   # the runner imports teparity; each gate gets its thunder build first
 rm -rf /tmp/thunder-builds /tmp/thunder-wheels && mkdir -p /tmp/thunder-builds /tmp/thunder-wheels
 xz -dc "$BUILDS" | tar xf - -C /tmp/thunder-builds
 for d in /tmp/thunder-builds/*/; do v=$(basename "$d")
