@@ -52,6 +52,8 @@ TE_RUNS = (
     THUNDERFX, RECIPE_CHANGE, INFERENCE, TORCH_AUTOCAST, LLAMA_BLOCK, FSDP, FSDP_LLAMA, FSDP_GRAD_ACCUMULATION,
 )
 FP8_GROUPS = (DDP_FP8_GROUP_PER_RANK, DDP_FP8_GROUP_SUBGROUPS_OF_2)
+#: Every check that trains the llama block (what thunder does to its attention and fusions, it does in each of them).
+LLAMA_RUNS = (LLAMA_BLOCK, DDP_LLAMA, DDP_LLAMA_GRAD_ACCUMULATION, FSDP_LLAMA)
 #: The compatibility matrix's column of a check (the checks not named here have a column of their own).
 GROUPS: dict[str, str] = {
     BWD_SYNC_PLACEMENT: "backward sync",

@@ -316,14 +316,14 @@ LLAMA_CASE = Case(sizes=(64, 128, 64), lead_shape=(2, 16), dtype="float32", mode
 
 
 @pytest.mark.parametrize(("model", "grad_off", "parts"), [
-    ("llama", 3e-4, False),   # thunder's decompositions' rounding, under 16 x the largest seen: held
-    ("llama", 1e-3, True),    # beyond it
-    (None, 3e-4, True),       # linears alone round nowhere apart: TE's fp32 table
+    ("llama", 2e-3, False),   # thunder's decompositions' rounding, under 16 x the largest seen: held
+    ("llama", 0.04, True),    # beyond it
+    (None, 2e-3, True),       # linears alone round nowhere apart: TE's fp32 table
 ])
 def test_against_a_model_that_runs_every_linear_in_torch_the_llama_block_has_its_decompositions_rule(
         model: str | None, grad_off: float, parts: bool) -> None:
     """Against ``TORCH_RUNS_EVERY_LINEAR`` (torch against torch) an fp32 llama block is held to TE's fp32 rtol and
-    ``LLAMA_UNQUANTIZED``'s atol (its RMSNorm, rotary, SDPA and SiLU are thunder's); any other case to TE's fp32 table."""
+    ``LLAMA_UNQUANTIZED`` (its RMSNorm, rotary, SDPA and SiLU are thunder's); any other case to TE's fp32 table."""
     from teparity.records import TORCH_LINEARS
 
     case = dataclasses.replace(LLAMA_CASE, model=model) if model is None else LLAMA_CASE
@@ -337,8 +337,7 @@ def test_against_a_model_that_runs_every_linear_in_torch_the_llama_block_has_its
 
 def test_the_llama_blocks_rule_against_torch_is_16_times_the_largest_difference_seen_as_a_power_of_two() -> None:
     rule, seen = tolerances.LLAMA_UNQUANTIZED, tolerances.LLAMA_UNQUANTIZED_SEEN
-    assert rule.rtol == tolerances.UNQUANTIZED["float32"].rtol
-    assert tolerances.HEADROOM * seen <= rule.atol < 2 * tolerances.HEADROOM * seen
+    assert rule.rtol == 0 and tolerances.HEADROOM * seen <= rule.atol < 2 * tolerances.HEADROOM * seen
     assert tolerances.unquantized_rule("bfloat16", llama=True) is tolerances.UNQUANTIZED["bfloat16"]
 
 

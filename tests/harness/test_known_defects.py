@@ -367,6 +367,19 @@ CAT_SEGFAULT = ("Fatal Python error: Segmentation fault\n\nCurrent thread 0x0000
                 "  File \"SITE/thunder/core/transform_common.py\", line 400 in order_proxies\n"
                 "  File \"SITE/thunder/executors/utils.py\", line 78 in __init__\n"
                 "  File \"SITE/thunder/executors/torch_compile.py\", line 184 in fusion_pass\n")
+#: thunder 0.2.0.dev20240728 with TE 1.8.0: the no-sync backward's dce after the stash lost the bias's producer.
+STASH_KEYERROR = ("Traceback (most recent call last):\n"
+                  "  File \"SITE/thunder/executors/torch_autograd.py\", line 205, in split_forward_backward\n"
+                  "    bw_extrace = transform_for_execution(\n"
+                  "  File \"SITE/thunder/executors/passes.py\", line 142, in transform_for_execution\n"
+                  "    trace = dce(trace)\n"
+                  "  File \"SITE/thunder/core/transform_common.py\", line 121, in dce\n"
+                  "    if variableify(out) in needed_proxies and producer_map[out] == bsym:\n"
+                  "KeyError: 't43'\n")
+#: thunder 0.2.5 with TE 2.20.2 under Float8CurrentScaling (a case error's tail, as case_errors keeps it).
+RECIPE_ASSERTED = ("AssertionError\n"
+                   "  File \"SITE/thunder/executors/transformer_engine_v2ex_impl.py\", line 279, in check_valid_fp8_shapes\n"
+                   "    assert fp8_recipe.mxfp8()\n")
 CHECKPOINT_JIT = "activation checkpointing of every layer but the last"
 CHECKPOINT_IDX = ("thunder.core.interpreter.InterpreterError: Encountered exception TypeError: SequenceWrapperMethods.__getitem__() "
                   "missing 1 required positional argument: 'idx'")
@@ -462,6 +475,33 @@ SIGNATURES.update({
             ("killed by another signal", RanksFailed([RankFailure(0, "signaled", "killed by signal SIGKILL", "(empty log)")],
                                                      pids=[], header="h", footer="f"), _env()),
             ("a case raised", _unpack_parted(("thunder", CAT_SEGFAULT)), _env()),
+        ],
+    ),
+    "fsdp-no-sync-stash-breaks-on-fused-linear-backward": (
+        RanksFailed([RankFailure(r, "raised", "raised", STASH_KEYERROR) for r in (0, 1)], pids=[], header="h", footer="f"),
+        _env(),
+        [
+            ("one rank raised something else", RanksFailed([RankFailure(0, "raised", "raised", STASH_KEYERROR),
+                                                             RankFailure(1, "raised", "raised", "RuntimeError: x")],
+                                                            pids=[], header="h", footer="f"), _env()),
+            ("a KeyError elsewhere", RanksFailed([RankFailure(0, "raised", "raised", STASH_KEYERROR.replace(" in dce", " in cse"))],
+                                                 pids=[], header="h", footer="f"), _env()),
+            ("another key", RanksFailed([RankFailure(0, "raised", "raised", STASH_KEYERROR.replace("'t43'", "'weight'"))],
+                                        pids=[], header="h", footer="f"), _env()),
+            ("a rank hung", RanksFailed([RankFailure(0, "raised", "raised", STASH_KEYERROR), RankFailure(1, "hung", "hung", "stack")],
+                                        pids=[], header="h", footer="f"), _env()),
+            ("numbers differ instead", _parted(), _env()),
+        ],
+    ),
+    "functional-checker-asserts-on-current-scaling": (
+        _unpack_parted(("thunder", RECIPE_ASSERTED), ("thunder", RECIPE_ASSERTED)),
+        _env(),
+        [
+            ("an eager case raised", _unpack_parted(("thunder", RECIPE_ASSERTED), ("eager", RECIPE_ASSERTED)), _env()),
+            ("another assertion", _unpack_parted(("thunder", RECIPE_ASSERTED.replace("fp8_recipe.mxfp8()", "x"))), _env()),
+            ("numbers differ too", _parted(micro_batches=1, numeric_differences=3, first_difference=(0, 0),
+                                           case_errors=[{"case": Case(), "side": "thunder", "error": RECIPE_ASSERTED}]), _env()),
+            ("nothing raised", _parted(), _env()),
         ],
     ),
     "thunder-jit-cannot-trace-checkpoint-before-2025": (

@@ -68,3 +68,34 @@ def test_a_tightened_rule_is_16_times_the_largest_difference_seen_as_a_power_of_
 def test_the_llama_state_rule_is_16_times_the_largest_ulp_distance_seen() -> None:
     _, ulps = _largest(llama=True)
     assert tolerances.HEADROOM * ulps <= tolerances.LLAMA_STATE_ULPS < 2 * tolerances.HEADROOM * ulps, ulps
+
+
+def _llama_against_torch_linears() -> list[float]:
+    """The largest output and gradient differences of every llama test a committed GPU report held against a model that
+    runs every linear in torch (a known outcome, modeled: pass, of an entry with that model)."""
+    from teparity.known.models import TORCH_RUNS_EVERY_LINEAR
+    from teparity.known.registry import BY_ID
+
+    found = []
+    for path in sorted((REPO / "docs" / "results").glob("h200-*/**/*.json")):
+        try:
+            report = json.loads(path.read_text())
+        except ValueError:
+            continue
+        for result in report.get("results", []) if isinstance(report, dict) else []:
+            for test in result["tests"]:
+                entry = BY_ID.get(test.get("known_defect") or "")
+                numbers = test.get("numbers") or {}
+                if (result["check"].startswith(("llama", "ddp-llama", "fsdp-llama")) and test.get("modeled") == "pass"
+                        and entry is not None and entry.model is TORCH_RUNS_EVERY_LINEAR):
+                    found += [v for q, v in (numbers.get("max_abs") or {}).items() if q in ("output", "grad")]
+    return found
+
+
+def test_the_llama_rule_against_torch_linears_is_16_times_the_largest_difference_seen() -> None:
+    """``LLAMA_UNQUANTIZED_SEEN`` is the largest difference the committed modeled llama runs showed, and its rule is 16
+    times it as a power of two: a run that showed more, or a rule tighter than the evidence, fails here."""
+    seen = _llama_against_torch_linears()
+    assert len(seen) > 50 and max(seen) == pytest.approx(tolerances.LLAMA_UNQUANTIZED_SEEN, rel=5e-3), max(seen)
+    rule = tolerances.LLAMA_UNQUANTIZED
+    assert tolerances.HEADROOM * max(seen) <= rule.atol < 2 * tolerances.HEADROOM * max(seen), (max(seen), rule)

@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.multirank]
 
 #: variant -> (sharding, bucketing)
 VARIANTS = {"zero2": ("ZERO2", None), "zero3": ("ZERO3", None), "zero2-layer": ("ZERO2", "LAYER"),
-            "zero3-layer": ("ZERO3", "LAYER")}
+            "zero3-layer": ("ZERO3", "LAYER"), "zero2-block": ("ZERO2", "BLOCK"), "zero3-block": ("ZERO3", "BLOCK")}
 
 
 def _no_cpu_fsdp2(env: Any) -> str | None:

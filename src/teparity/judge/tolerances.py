@@ -36,6 +36,10 @@ reports under docs/results/ and holds every tightened rule to it):
 - FP8 state of the llama block (where the sides round apart): largest seen 7 ulp (amax history), 4 ulp (scale):
   128 ulp, where TE's table allowed one E4M3 step (rtol 0.125).
 
+Against a defect's model that runs every linear in torch (thunder lost TE), torch is compared with torch: TE's
+unquantized tables, except the fp32 llama block, whose decompositions part from torch's kernels by up to 1.64e-3 over
+two steps of four micro-batches (the declared matrix's TE 2.20.2 stacks): atol 2**-5, by the same recipe.
+
 The fsdp tier is held to the same rules: its committed runs (2 gloo ranks, both executors, TE 2.9.0 and 2.20.2) showed
 outputs and gradients bitwise equal to the reference. Its llama block's FP8 state is not part of the evidence: up to
 teparity d957f83 the snapshot named the states of thunder's FSDP trace in trace order, where thunder runs ``wk``
@@ -103,13 +107,14 @@ UNQUANTIZED = {
     "bfloat16": Tolerance(1.6e-2, 1e-5, _RUN_NUMERICS + ": bf16"),
     "float32": Tolerance(1e-3, 1e-5, _RUN_NUMERICS + ": fp32"),
 }
-#: The largest difference seen between thunder's fp32 llama block with every linear in torch and eager torch's (the
-#: gradient of ``wq.weight``, one SGD step in; docs/facts.md): thunder's own RMSNorm, rotary, SDPA and SiLU round apart
-#: from torch's kernels by more than TE's fp32 atol.
-LLAMA_UNQUANTIZED_SEEN = 2.38e-5
-#: TE's fp32 rtol, and an atol of ``HEADROOM`` times the largest seen, as a power of two.
-LLAMA_UNQUANTIZED = Tolerance(1e-3, 2**-11, "TE's fp32 rtol; atol 16 x the largest seen (2.38e-5), as a power of two: "
-                              "the llama block's RMSNorm, rotary, SDPA and SiLU are thunder's decompositions")
+#: The largest output or gradient difference seen between thunder's fp32 llama block with every linear in torch and
+#: eager torch's, over the declared matrix's TE 2.20.2 stacks (ddp-llama-grad-accumulation on thunder 0.2.4 and 0.2.5,
+#: 2 steps x 4 micro-batches: docs/results/h200-matrix-cceeca7): thunder's own RMSNorm, rotary, SDPA and SiLU round
+#: apart from torch's kernels, and nothing quantizes the difference away.
+LLAMA_UNQUANTIZED_SEEN = 1.64e-3
+#: ``HEADROOM`` times the largest seen, as a power of two (the tightened rules' recipe).
+LLAMA_UNQUANTIZED = Tolerance(0.0, 2**-5, "16 x the largest seen (1.64e-3), as a power of two: the llama block's "
+                              "RMSNorm, rotary, SDPA and SiLU are thunder's decompositions, the linears torch's on both sides")
 #: The largest world whose comparison is tightened (3+ ranks sum their gradients in another order).
 TIGHT_RANKS = 2
 
@@ -139,8 +144,8 @@ def numerics_rule(recipe_id: str, executor: str, activation: str | None, apart: 
 
 
 def unquantized_rule(dtype: str, *, llama: bool = False) -> Tolerance:
-    """Outputs and gradients against a defect's model that runs every linear in torch: TE's table for the dtype, where
-    the llama block's fp32 decompositions round apart from torch's kernels ``LLAMA_UNQUANTIZED``."""
+    """Outputs and gradients against a defect's model that runs every linear in torch: TE's table for the dtype; for the
+    llama block in fp32, whose decompositions round apart from torch's kernels, ``LLAMA_UNQUANTIZED``."""
     return LLAMA_UNQUANTIZED if llama and dtype == "float32" else UNQUANTIZED[dtype]
 
 

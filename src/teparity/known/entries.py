@@ -44,6 +44,10 @@ _SEEN_TE29 = ">=2.9,<2.10"
 #: The gate with TE 1.8.0 on thunder 0.2.0.dev20240728 and dev20240901 (the CPU runs of 2024 builds behind the entries
 #: it led to: docs/results/cpu-thunder-2024-sdpa-checkpoint-nograd).
 _TE18_RUN = "docs/results/h200-te1.8.0-4306794"
+#: The gate with TE 1.8.0 on thunder 0.2.0.dev20240728, dev20240818 and dev20240901 at b4f3e73.
+_TE18_RUN_B4F3E73 = "docs/results/h200-te1.8.0-b4f3e73"
+#: The declared matrix's TE 2.20.2 stacks (thunder 0.2.2 .. 0.2.7.dev20260201) at one commit.
+_MATRIX_TE220 = "docs/results/h200-matrix-cceeca7"
 
 REGISTRY: tuple[KnownDefect, ...] = (
     KnownDefect(
@@ -104,15 +108,42 @@ REGISTRY: tuple[KnownDefect, ...] = (
         executors=("legacy", "functional"),
         signature=signatures.FSDP_NO_SYNC_STASHED_NOTHING,
         checks=(checks.FSDP_GRAD_ACCUMULATION,),
-        thunder=">=0.2.6,<0.2.8",
-        te=">=2.9,<2.21",
+        thunder=">=0.2.4.dev20250608,<0.2.8",
+        te=">=1.6",
+        without_te=True,
         cause="thunder/distributed/transforms/fsdp.py stash_unsharded_grads_and_return_none_as_grads is to leave each "
         "parameter's unsharded gradient in _thunder_fsdp_unsharded_grad for thunder/distributed/__init__.py _sync_grads, "
         "which reduce-scatters them when no_sync ends and returns early, silently, where the original module's "
-        "parameters hold none. After a no-sync backward none did, on 2 gloo ranks with either executor (0.2.6 with TE "
-        "2.9.0, 0.2.7.dev20260201 with TE 2.20.2; with thunder's own no_sync the accumulated bias gradients were 17x "
-        "off). Not run on NCCL nor without TE",
-        seen=("docs/results/h200-te2.9.0-72fa083", "docs/results/h200-te2.20.2-72fa083", "docs/results/h200-te2.20.2-0901221"),
+        "parameters hold none. Its only caller is torch_autograd.split_forward_backward (FSDPCommBucketing."
+        "apply_bucketing_to_backward_trace); from 0.2.4.dev20250608 thunder/__init__.py defaults delay_trace_split=True and "
+        "takes grad_transform_on_trace instead, while ThunderFunction.backward still returns None for every gradient under "
+        "no-sync: the micro-batch's gradients are dropped. A thunder defect, no TE needed: on the CPU without TE "
+        "(scripts/fsdp_probe.py, ZeRO2 and ZeRO3: docs/results/cpu-fsdp-probe) 0.2.4.dev20250601 stashes every parameter and accumulates exactly, "
+        "0.2.4.dev20250608 .. 0.2.7.dev20260201 stash nothing and keep the last micro-batch's gradients alone; with "
+        "delay_trace_split=False dev20250608's ZeRO3 stashes again. Run with both executors on 0.2.4 .. 0.2.7.dev20260201 "
+        "with TE 2.9.0 and 2.20.2 (gloo); not run on NCCL",
+        seen=("docs/results/h200-te2.9.0-72fa083", "docs/results/h200-te2.20.2-72fa083", "docs/results/h200-te2.20.2-0901221",
+              _MATRIX_TE220),
+    ),
+    KnownDefect(
+        id="fsdp-no-sync-stash-breaks-on-fused-linear-backward",
+        summary="under thunder's FSDP, a no-sync backward through the legacy TE executor fails to compile: thunder's "
+        "stash of unsharded gradients takes one gradient per backward symbol, and a TE linear's backward makes three",
+        executors=("legacy",),
+        signature=signatures.FSDP_NO_SYNC_STASH_LOST_A_PRODUCER,
+        checks=(checks.FSDP_GRAD_ACCUMULATION,),
+        thunder=">=0.2.0.dev20240505,<0.2.4.dev20250608",
+        te=">=1.6,<1.9",
+        cause="thunder/distributed/transforms/fsdp.py stash_unsharded_grads_and_return_none_as_grads keys the symbol that "
+        "produced each unsharded gradient and stashes its first output: the legacy executor's te_functional_linear_backward "
+        "returns (grad_input, grad_weight, grad_bias) from one symbol, so the bias's entry is overwritten, the input's gradient "
+        "is stashed under the weight's name and the bias's reduce-scatter is deleted while the return still names it; dce then "
+        "raises KeyError on that proxy. Function read in dev20240818 and 0.2.3 (identical); shown on the CPU without TE by a "
+        "stand-in executor with that backward's shape (docs/results/cpu-fsdp-probe): dev20240505 (the first build with the stash) "
+        ".. 0.2.4.dev20250601 raise, dev20250608 skips the stash (fsdp-no-sync-loses-accumulated-gradients). Run with TE 1.8.0 "
+        "on dev20240728, dev20240818, dev20240901; with TE 2.9 on 0.2.2 .. 0.2.4.dev20250622 "
+        "legacy-executor-miscounts-te-2.9-saved-tensors raises first, and from TE 2.10 the legacy executor claims no linear",
+        seen=(_TE18_RUN_B4F3E73,),
     ),
     KnownDefect(
         id="functional-fp32-bias-in-fp8-gemm",
@@ -200,21 +231,24 @@ REGISTRY: tuple[KnownDefect, ...] = (
     ),
     KnownDefect(
         id="fsdp-transform-layer-bucketing-rejects-input-grad",
-        summary="thunder's FSDP transform with LAYER bucketing raises on an input that requires grad: its "
+        summary="thunder's FSDP transform with LAYER or BLOCK bucketing raises on an input that requires grad: its "
         "reduce-scatter bucketing looks for a parameter behind the input's gradient too",
         executors=(None, "legacy", "functional"),
         signature=signatures.NO_BUCKET_FOR_THE_INPUT_GRAD,
-        checks=(checks.row(checks.FSDP_TRANSFORM, "zero2-layer"), checks.row(checks.FSDP_TRANSFORM, "zero3-layer"),
-                checks.row(checks.FSDP, "zero2-layer"), checks.row(checks.FSDP, "zero3-layer")),
+        checks=tuple(checks.row(check, f"{sharding}-{bucketing}") for check in (checks.FSDP_TRANSFORM, checks.FSDP)
+                     for sharding in ("zero2", "zero3") for bucketing in ("layer", "block")),
         thunder=">=0.2.0.dev20240404,<0.2.4.dev20250608",
         te=">=1.6",
         without_te=True,
         cause="thunder/distributed/transforms/fsdp.py create_map_from_unsharded_grad_to_bucket (via "
         "apply_bucketing_to_backward_trace) requires every backward output to be a bucketed parameter's gradient; the input's "
-        "gradient is not: utils.check raises 'Invalid index=0'; NONE bucketing passes. Run on the CPU, 0.2.0.dev20240404 .. "
-        "0.2.4.dev20250601; fix bisected to 0.2.4.dev20250608 (as ddp-transform-rejects-input-grad), source not read. The fsdp "
-        "tier's LAYER rows: read, not run (it raises before any TE linear)",
-        seen=(_FSDP_LAYER_BISECT, _VERSIONS_RUN_TE29, _RELEASES_RUN_TE29),
+        "gradient is not: utils.check raises 'Invalid index=0'; NONE bucketing passes. BLOCK differs from LAYER only in "
+        "naming its buckets (thunder/distributed/__init__.py get_extract_bucket_name_from_tensor_proxy) and meets the same "
+        "check. Run on the CPU, 0.2.0.dev20240404 .. 0.2.4.dev20250601; fix bisected to 0.2.4.dev20250608 (as "
+        "ddp-transform-rejects-input-grad), where delay_trace_split=True leaves FSDPCommBucketing out; BLOCK the same on the "
+        "CPU (docs/results/cpu-fsdp-probe: dev20250601 raises, dev20250608 matches). The fsdp tier's rows raise before any TE "
+        "linear: run with TE 2.20.2 on 0.2.2 and 0.2.3, with TE 1.8.0 on the 2024 builds",
+        seen=(_FSDP_LAYER_BISECT, _VERSIONS_RUN_TE29, _RELEASES_RUN_TE29, _MATRIX_TE220, _TE18_RUN_B4F3E73),
         bounds=(BisectedBound("thunder", "<0.2.4.dev20250608", f"{_FSDP_LAYER_BISECT}/fix/bisect.json"),),
     ),
     KnownDefect(
@@ -257,14 +291,30 @@ REGISTRY: tuple[KnownDefect, ...] = (
         executors=("functional",),
         signature=signatures.CURRENT_SCALING_LEFT_TO_TORCH,
         checks=("numerics[current]",),
-        thunder=">=0.2.5.dev20250831,<0.2.8",
+        thunder=">=0.2.6.dev20251005,<0.2.8",
         te=">=2.2,<2.21",
         cause="thunder/executors/transformer_engineex_impl.py _linear_checker accepts DelayedScaling, MXFP8BlockScaling and "
         "NVFP4BlockScaling only; for another recipe it warns '... TE wont be used' and returns False, so torch takes the "
-        "linear. Read in 0.2.6 and the 0.2.7 dev sources; before 0.2.5.dev20250831 the legacy checker decides "
-        "(functional-executor-loses-te-from-te-2.10), and the check runs strict",
+        "linear. Read in the wheels: the warning from 0.2.6.dev20251005 on; up to dev20250928 the checker asserts instead "
+        "(functional-checker-asserts-on-current-scaling)",
         model=models.TORCH_RUNS_EVERY_LINEAR,
         seen=("docs/results/h200-te2.9.0-72fa083", "docs/results/h200-te2.20.2-72fa083", "docs/results/h200-te2.20.2-0901221"),
+    ),
+    KnownDefect(
+        id="functional-checker-asserts-on-current-scaling",
+        summary="thunder's functional TE executor of 0.2.5.dev20250831 .. 0.2.6.dev20250928 raises AssertionError while "
+        "checking a linear under Float8CurrentScaling: every program with a linear fails to trace",
+        executors=("functional",),
+        signature=signatures.CHECKER_ASSERTS_THE_RECIPE,
+        checks=("numerics[current]",),
+        thunder=">=0.2.5.dev20250831,<=0.2.6.dev20250928",
+        te=">=2.2,<2.21",
+        cause="thunder/executors/transformer_engine_v2ex_impl.py (transformer_engineex_impl.py from 0.2.6.dev20250914) "
+        "_linear_checker's check_valid_fp8_shapes: 'if fp8_recipe.delayed(): ...; assert fp8_recipe.mxfp8()', so any other "
+        "recipe raises instead of declining. Read in the wheels 0.2.5.dev20250831 .. 0.2.6.dev20250928 (line 279); "
+        "0.2.6.dev20251005 declines with a warning (functional-declines-current-scaling); before dev20250831 the legacy "
+        "checker decides. Run on 0.2.5 with TE 2.20.2",
+        seen=(_MATRIX_TE220,),
     ),
     KnownDefect(
         id="functional-new-recipe-object-resets-fp8-state",
@@ -393,7 +443,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "on a CUDA device",
         executors=("legacy", "functional"),
         signature=signatures.SDPA_PARAMS_OF_SIX,
-        checks=(checks.LLAMA_BLOCK, checks.DDP_LLAMA, checks.DDP_LLAMA_GRAD_ACCUMULATION),
+        checks=checks.LLAMA_RUNS,
         thunder=">=0.2.0.dev20240404,<0.2.0.dev20240804",
         te=">=1.6",
         torch=">=2.5",
@@ -401,7 +451,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "enable_gqa, passed from 0.2.0.dev20240804. Not a TE defect: a build older than its torch (TE 1.6-1.8 hosts have torch "
         "2.4). Read in dev20240404 .. dev20240728; on the CPU with CUDA proxies torch 2.11 raises, 2.4.1 does not "
         "(docs/results/cpu-thunder-2024-sdpa-checkpoint-nograd); run on the GPU with TE 1.8.0",
-        seen=(_TE18_RUN,),
+        seen=(_TE18_RUN, _TE18_RUN_B4F3E73),
     ),
     KnownDefect(
         id="thunder-torchcompile-cat-segfault-on-llama",
@@ -409,14 +459,17 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "executor, on a CUDA device",
         executors=("legacy", "functional"),
         signature=signatures.TORCHCOMPILE_CAT_SEGFAULT,
-        checks=(checks.LLAMA_BLOCK, checks.DDP_LLAMA, checks.DDP_LLAMA_GRAD_ACCUMULATION),
-        thunder="==0.2.0.dev20240901",
+        checks=checks.LLAMA_RUNS,
+        thunder=">=0.2.0.dev20240818,<=0.2.0.dev20240901",
         te=">=1.8,<1.9",
         cause="seen, not understood: the stack ends in thunder/core/transform_common.py order_proxies (optree.tree_iter) under "
-        "executors/torch_compile.py fusion_pass, torchcompile_cat (CUDA only) being default from dev20240901. Run on the H200 "
-        "(Python 3.12.3, torch 2.11.0, TE 1.8.0); on the CPU the same function did not crash (Python 3.11/3.12, torch "
-        "2.4.1/2.11, optree 0.12-0.20: docs/results/cpu-thunder-2024-sdpa-checkpoint-nograd). The range is the one build seen",
-        seen=(_TE18_RUN,),
+        "executors/torch_compile.py fusion_pass. torchcompile_cat is a default executor from dev20240818 (thunder/__init__.py "
+        "add_default_executor; CUDA only by its cuda_device_checker; read in the wheels: not in dev20240728 .. dev20240811, "
+        "gone in 0.2.3). Run on the H200 (Python 3.12.3, torch 2.11.0, TE 1.8.0) on dev20240818 and dev20240901, every llama "
+        "check; on the CPU the same function did not crash (Python 3.11/3.12, torch 2.4.1/2.11, optree 0.12-0.20: "
+        "docs/results/cpu-thunder-2024-sdpa-checkpoint-nograd). The range is the builds seen: on 0.2.2 with TE 2.20.2 the "
+        "legacy executor claims no linear and the same pass does not crash",
+        seen=(_TE18_RUN, _TE18_RUN_B4F3E73),
     ),
     KnownDefect(
         id="thunder-jit-cannot-trace-checkpoint-before-2025",

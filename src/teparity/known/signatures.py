@@ -227,6 +227,29 @@ def _no_sync_stashed_nothing(evidence: dict[str, Any], env: Environment) -> bool
     return bool(failures) and all(f["kind"] == "raised" and f"AssertionError: {NOTHING_STASHED}" in f["detail"] for f in failures)
 
 
+def _no_sync_stash_lost_a_producer(evidence: dict[str, Any], env: Environment) -> bool:
+    """Every failing rank raised thunder's ``dce`` KeyError on a proxy name while splitting the FSDP no-sync backward
+    (``transform_for_execution`` under ``split_forward_backward``), and nothing else failed."""
+    failures = evidence.get("failures") or []
+    return bool(failures) and all(
+        f["kind"] == "raised" and re.search(r"KeyError: 't\d+'", f["detail"]) is not None
+        and " in dce" in f["detail"] and " in transform_for_execution" in f["detail"]
+        and " in split_forward_backward" in f["detail"] for f in failures
+    )
+
+
+_FP8_RECIPE_ASSERTED = "assert fp8_recipe.mxfp8()"
+
+
+def _checker_asserts_the_recipe(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
+    """Every case raised on the thunder side the AssertionError of the functional checker's ``check_valid_fp8_shapes``
+    (a recipe neither delayed nor MXFP8), and no number differs."""
+    tracebacks = _tracebacks_of_thunder(evidence)
+    return bool(tracebacks) and all(
+        "AssertionError" in text and _FP8_RECIPE_ASSERTED in text and "check_valid_fp8_shapes" in text for text in tracebacks
+    )
+
+
 def _sdpa_params_of_six(evidence: dict[str, Any], env: Environment) -> bool:
     """Every thunder-side error is torch refusing thunder's ``_SDPAParams(...)`` call, and nothing else failed."""
     tracebacks = _tracebacks_of_thunder(evidence)
@@ -386,6 +409,20 @@ FSDP_NO_SYNC_STASHED_NOTHING = Signature(
     _no_sync_stashed_nothing,
     "every failing rank raised AssertionError 'thunder's FSDP no-sync backward stashed no unsharded gradient' (the "
     "harness's check before no_sync reduces), and nothing else failed",
+    bounded=True,
+)
+FSDP_NO_SYNC_STASH_LOST_A_PRODUCER = Signature(
+    RanksFailed,
+    _no_sync_stash_lost_a_producer,
+    "every failing rank raised KeyError on a proxy name ('t43') in thunder's dce, under transform_for_execution in "
+    "split_forward_backward, and nothing else failed",
+    bounded=True,
+)
+CHECKER_ASSERTS_THE_RECIPE = Signature(
+    PartedFromEager,
+    _checker_asserts_the_recipe,
+    f"every case raised on the thunder side AssertionError '{_FP8_RECIPE_ASSERTED}' in the functional checker's "
+    "check_valid_fp8_shapes, and no number differs",
     bounded=True,
 )
 SDPA_PARAMS_OF_SIX = Signature(
