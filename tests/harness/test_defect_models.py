@@ -199,3 +199,35 @@ def test_the_jit_gelu_takes_its_cdf_and_density_from_the_forward_and_z_from_the_
     normal = torch.distributions.Normal(0.0, 1.0)
     expected = normal.cdf(z_f) + z_r * normal.log_prob(z_f).exp()
     torch.testing.assert_close(x.grad, expected)
+
+
+@pytest.mark.parametrize(("thunder", "theirs"), [("0.2.5", True), ("0.2.6.dev20251012", True), ("0.2.6.dev20251019", False),
+                                                 ("0.2.6", False)])
+def test_a_model_of_the_llama_block_computes_silu_as_the_installed_thunder_does(
+        thunder: str, theirs: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before thunder had SiLU's gradient rule, a model's llama block runs thunder's decomposition (its ulps are what
+    FP8 amplified on 0.2.5); from then on torch's kernel, as eager TE."""
+    import torch
+
+    from teparity.inrank import defect_models, models
+    from teparity.stack import versions
+
+    monkeypatch.setattr(versions, "installed_version", lambda name: thunder)
+    block = models.llama_block((64, 128, 64), seed=0)
+    defect_models.eager_model(TORCH_LINEARS, block, executor="functional")
+    assert (block.silu is defect_models.thunder_silu) == theirs
+    assert block.silu is defect_models.thunder_silu or block.silu is torch.nn.functional.silu
+
+
+def test_thunders_silu_is_silu_and_its_gradient() -> None:
+    import torch
+
+    from teparity.inrank.defect_models import thunder_silu
+
+    a = torch.randn(4096, dtype=torch.float64, requires_grad=True)
+    b = a.detach().clone().requires_grad_(True)
+    g = torch.randn(4096, dtype=torch.float64)
+    thunder_silu(a).backward(g)
+    torch.nn.functional.silu(b).backward(g)
+    torch.testing.assert_close(thunder_silu(a.detach()), torch.nn.functional.silu(b.detach()))
+    torch.testing.assert_close(a.grad, b.grad)

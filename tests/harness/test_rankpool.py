@@ -347,3 +347,24 @@ def test_a_process_that_runs_tests_starts_its_ranks_while_it_collects(pytester: 
     seen = json.loads(out.read_text())
     assert len(seen["started"]) == 2, f"no ranks were started before the first test: {seen}"
     assert sorted(seen["ranks"]) == sorted(seen["started"]), f"the first run did not run on the ranks started early: {seen}"
+
+
+def test_a_failure_reads_the_same_from_fresh_and_warm_ranks(tmp_path: Path, fork_preload: rank_pool.ForkPreload) -> None:
+    """The same raise reads the same whichever launch mode ran it (``bench`` compares evidence across modes): one
+    header, the rank's traceback from the task down; how the ranks were launched is in the footer alone."""
+    with pytest.raises(RanksFailed) as fresh:
+        run_ranks(faults.raise_on_last_rank, "boom", world_size=2, backend="gloo", workdir=tmp_path / "fresh", timeout=120)
+    with pytest.raises(RanksFailed) as warm:
+        rankpool.warm_ranks(faults.raise_on_last_rank, "boom", world_size=2, backend="gloo", timeout=120,
+                            workdir=tmp_path / "warm", fork_preload=fork_preload)
+    rankpool.close_pools()
+
+    def evidence(failed: RanksFailed) -> tuple[str, str]:
+        """The header and the raising rank's traceback (its peer's gloo error names a port of its own)."""
+        return str(failed).splitlines()[0], next(f.detail for f in failed.failures if f.rank == 1)
+
+    assert evidence(fresh.value) == evidence(warm.value)
+    assert "_rank_main" not in str(fresh.value) and "_pool_rank_main" not in str(warm.value)
+    assert "ValueError: boom" in evidence(fresh.value)[1]
+    assert str(fresh.value).splitlines()[-1].startswith("fresh ranks; rank logs: ")
+    assert str(warm.value).splitlines()[-1].startswith("warm ranks: the pool is discarded; rank logs: ")

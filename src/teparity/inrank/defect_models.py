@@ -258,10 +258,44 @@ def _fp8_without_forward_update(recipe: Any, group: Any) -> Iterator[None]:
         yield
 
 
+class _ThunderSilu(torch.autograd.Function):
+    """SiLU as thunder computes it before it had a gradient rule for it (``since.SILU_GRAD_RULE_SINCE``): ``a *
+    reciprocal(1 + exp(-a))``, differentiated through those primitives, in the order of thunder 0.2.5's backward trace
+    (bitwise equal to thunder's on the CPU; torch's fused silu kernels differ by a few ulps, which FP8 quantization
+    can turn into a whole E4M3 step)."""
+
+    @staticmethod
+    def forward(ctx: Any, a: torch.Tensor) -> torch.Tensor:
+        e = torch.exp(torch.neg(a))
+        s = torch.reciprocal(torch.add(e, 1.0))
+        ctx.save_for_backward(a, s, e)
+        return torch.mul(a, s)
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
+        a, s, e = ctx.saved_tensors
+        return torch.mul(s, g) + torch.neg(torch.mul(torch.mul(torch.mul(torch.neg(torch.mul(a, g)), s), s), e))
+
+
+def thunder_silu(a: torch.Tensor) -> torch.Tensor:
+    return _ThunderSilu.apply(a)
+
+
+def _thunders_activations(plain: torch.nn.Module) -> None:
+    """A model does thunder's arithmetic where thunder's own decomposition is known to differ from torch's kernel: the
+    llama block's SiLU on builds without its gradient rule."""
+    from teparity.stack import since
+    from teparity.stack.versions import installed_version
+
+    if hasattr(plain, "silu") and not since.reached(installed_version("lightning-thunder"), since.SILU_GRAD_RULE_SINCE):
+        plain.silu = thunder_silu
+
+
 def eager_model(name: str, plain: torch.nn.Module, *, executor: str, compile_path: str = "jit", recomputed: int = 0,
                 group: Any = None) -> _Model:
     """The eager model ``name`` (``teparity.records.EAGER_MODELS``) of ``plain``, for thunder with ``executor`` compiled
-    by ``compile_path``."""
+    by ``compile_path``, with thunder's activations where they differ from torch's (``_thunders_activations``)."""
+    _thunders_activations(plain)
     if name == TORCH_LINEARS:
         return TorchLinears(plain)
     if name == STATE_PER_CACHE_ENTRY:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 
@@ -112,6 +114,8 @@ class LlamaBlock(torch.nn.Module):
         angles = torch.cat([angles, angles], dim=-1)
         self.register_buffer("cos", angles.cos(), persistent=False)
         self.register_buffer("sin", angles.sin(), persistent=False)
+        #: The MLP's activation: torch's, or a defect model's copy of thunder's (``defect_models.ThunderSilu``).
+        self.silu: Any = torch.nn.functional.silu
 
     def _rotary(self, x: torch.Tensor) -> torch.Tensor:
         seq = x.shape[1]
@@ -128,7 +132,7 @@ class LlamaBlock(torch.nn.Module):
         attention = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = x + self.wo(attention.transpose(1, 2).reshape(batch, seq, dim))
         h = self.ffn_norm(x)
-        return x + self.w2(torch.nn.functional.silu(self.w1(h)) * self.w3(h))
+        return x + self.w2(self.silu(self.w1(h)) * self.w3(h))
 
 
 def llama_block(

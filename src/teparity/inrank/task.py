@@ -113,8 +113,24 @@ def preload() -> None:
     if torch.cuda.is_available():
         torch.cuda.init()
         took("CUDA init")
+        bind_autograd_threads()
+        took("a backward on every GPU")
     _preloaded = True
     print(f"teparity rank preload: {', '.join(_preload_timings)}", flush=True)
+
+
+def bind_autograd_threads() -> None:
+    """One backward on every visible GPU, so that autograd's device threads hold a CUDA context before any side runs.
+    TE before 2.7 launches its runtime-compiled kernels (the cast-transpose of aligned shapes) with ``cuLaunchKernel``
+    and makes a context current only where it compiles one (common/util/rtc.h; TE PR #1952 fixed it in 2.7): in a
+    process whose first backward is TE's, a kernel its forward compiled fails on the autograd thread with
+    "invalid device context" (seen: TE 1.8.0, the eager llama block, E4M3 backward, in a newly forked rank)."""
+    import torch
+
+    for device in range(torch.cuda.device_count()):
+        weight = torch.zeros(1, device=f"cuda:{device}", requires_grad=True)
+        (weight * 1).sum().backward()
+    torch.cuda.synchronize()
 
 
 def warm_up() -> None:

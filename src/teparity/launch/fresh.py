@@ -17,7 +17,6 @@ import os
 import pickle
 import tempfile
 import time
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,10 +30,12 @@ from teparity.launch.outcome import (
     RanksFailed,
     dump_stacks,
     ended,
+    failed_header,
     hang_reason,
     log_tail,
     pg_timeout_for,
     qualified_name,
+    rank_traceback,
     rerun_line,
     task_line,
 )
@@ -63,7 +64,7 @@ def _rank_main(
         finally:
             print(task_line(label, time.monotonic() - clock), flush=True)
     except BaseException:
-        pickled = pickle.dumps({"error": traceback.format_exc()})
+        pickled = pickle.dumps({"error": rank_traceback()})
     tmp = Path(workdir) / f"rank{rank}.result.tmp"
     tmp.write_bytes(pickled)
     tmp.rename(Path(workdir) / f"rank{rank}.result")
@@ -121,11 +122,8 @@ def run_ranks(
         raise RanksFailed(
             failures,
             pids=[p.pid for p in processes if p.pid is not None],
-            header=(
-                f"{len(failures)} of {world_size} ranks failed ({label or qualified_name(fn)}, "
-                f"backend {backend}, harness deadline {timeout:g} s, process-group timeout {pg_timeout:g} s)"
-            ),
-            footer=f"{rerun_line()}\nrank logs: {run_dir}",
+            header=failed_header(len(failures), world_size, label or qualified_name(fn), backend, timeout, pg_timeout),
+            footer=f"{rerun_line()}\nfresh ranks; rank logs: {run_dir}",
         )
     return results
 

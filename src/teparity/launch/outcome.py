@@ -9,6 +9,7 @@ import shlex
 import signal
 import sys
 import time
+import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +26,21 @@ STACK_DUMP_WAIT_S = 2.0
 #: loaded 2-core runner took over 20 s. A run's own deadline counts from the joined group, when it is longer.
 START_DEADLINE_S = 300.0
 LOG_TAIL_LINES = 80
+
+
+def rank_traceback() -> str:
+    """The traceback of the exception a rank is handling, from the task it ran down: the launcher's own frame (fresh,
+    warm or torchrun) is left out, so that one failure reads the same whichever launch mode ran it (bench compares
+    their evidence)."""
+    kind, error, tb = sys.exc_info()
+    return "".join(traceback.format_exception(kind, error, tb.tb_next if tb is not None else None))
+
+
+def failed_header(failed: int, ranks: int, what: str, backend: str, timeout: float | None = None,
+                  pg_timeout: float | None = None) -> str:
+    """The first line of a ``RanksFailed``, the same in every launch mode (how the ranks were launched is the footer's)."""
+    limits = f", harness deadline {timeout:g} s, process-group timeout {pg_timeout:g} s" if timeout is not None else ""
+    return f"{failed} of {ranks} ranks failed ({what}, backend {backend}{limits})"
 
 
 def pg_timeout_for(timeout: float, pg_timeout: float | None) -> float:

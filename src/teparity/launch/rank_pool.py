@@ -25,9 +25,11 @@ from teparity.launch.outcome import (
     RanksFailed,
     dump_stacks,
     ended,
+    failed_header,
     hang_reason,
     log_tail,
     qualified_name,
+    rank_traceback,
     rerun_line,
     task_line,
     wall_clock,
@@ -88,7 +90,7 @@ def _pool_rank_main(conn: Any, rank: int, workdir: str, parent_pid: int | None, 
                 joined, clock = group, time.monotonic()
             reply = ("ok", pickle.dumps(fn(rank, group[0], *args)))  # bytes: no tensor travels as a file descriptor
         except BaseException:
-            reply = ("error", traceback.format_exc())
+            reply = ("error", rank_traceback())
         print(task_line(label, time.monotonic() - clock), flush=True)
         conn.send(reply)
         if reply[0] == "error":
@@ -230,11 +232,8 @@ class RankPool:
         raise RanksFailed(
             sorted(failures, key=lambda f: f.rank),
             pids=self.pids,
-            header=(
-                f"{len(failures)} of {len(ranks)} warm ranks failed ({what}, backend {group[1]}, harness "
-                f"deadline {timeout:g} s, process-group timeout {group[2]:g} s); the pool is discarded"
-            ),
-            footer=f"{rerun_line()}\nrank logs: {self.run_dir}",
+            header=failed_header(len(failures), len(ranks), what, group[1], timeout, group[2]),
+            footer=f"{rerun_line()}\nwarm ranks: the pool is discarded; rank logs: {self.run_dir}",
         )
 
     def _reply(self, rank: int, replies: dict[int, Any], expect: str) -> RankFailure | None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime
 import os
 import sys
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +14,9 @@ from teparity.launch.outcome import (
     Backend,
     RankFailure,
     RanksFailed,
+    failed_header,
     qualified_name,
+    rank_traceback,
     rerun_line,
 )
 from teparity.launch.rank import import_before_joining
@@ -51,7 +52,7 @@ def run_joined(
     try:
         payload: dict[str, Any] = {"ok": fn(rank, world_size, *args)}
     except Exception:
-        payload = {"error": traceback.format_exc()}
+        payload = {"error": rank_traceback()}
     gathered: list[Any] = [None] * world_size
     dist.all_gather_object(gathered, payload)
     failures = [RankFailure(r, "raised", "raised", p["error"]) for r, p in enumerate(gathered) if "error" in p]
@@ -59,8 +60,8 @@ def run_joined(
         what = label or qualified_name(fn)
         raise RanksFailed(
             failures, pids=[],
-            header=f"{len(failures)} of {world_size} torchrun ranks failed ({what}, backend {backend})",
-            footer=rerun_line(),
+            header=failed_header(len(failures), world_size, what, backend),
+            footer=f"{rerun_line()}\nranks of torchrun's process group",
         )
     return [p["ok"] for p in gathered]
 

@@ -28,6 +28,9 @@ FUNCTIONAL_EXECUTOR_SINCE = Version("0.2.3")
 LEGACY_EXECUTOR_REMOVED_IN = Version("0.2.7.dev20251130")
 #: The legacy executor's backward FP8 sync symbol: added 2024-05-13 by thunder PR #379.
 BACKWARD_SYNC_ADDED = "2024-05-13, thunder PR #379"
+#: The first build with a gradient rule for SiLU (thunder PR #2624, read in the wheels: not in 0.2.6.dev20251012); before
+#: it thunder differentiates ``a * reciprocal(1 + exp(-a))`` op by op, a few float32 ulps from torch's silu kernels.
+SILU_GRAD_RULE_SINCE = Version("0.2.6.dev20251019")
 #: ``Float8CurrentScaling``'s first TransformerEngine release.
 CURRENT_SCALING_TE_SINCE = Version("2.2")
 #: FP8 GEMMs need compute capability 8.9 (Ada) or newer.
