@@ -231,3 +231,22 @@ def test_thunders_silu_is_silu_and_its_gradient() -> None:
     torch.nn.functional.silu(b).backward(g)
     torch.testing.assert_close(thunder_silu(a.detach()), torch.nn.functional.silu(b.detach()))
     torch.testing.assert_close(a.grad, b.grad)
+
+
+def test_each_thunderfx_case_is_compiled_as_its_own_program() -> None:
+    """A second case of another shape through thunderfx compiles with static sizes, as the case would alone: without a
+    Dynamo reset the same forward recompiles with symbolic sizes (SymInt inputs), where thunder up to
+    0.2.3.dev20250518 loses a checkpointed region's gradients."""
+    from teparity.inrank import models, sides
+    from teparity.records import Case, PairSpec
+
+    spec = PairSpec("functional", "delayed", (Case(activation=None),), steps=1, compile_path="thunderfx", checkpoint=True)
+
+    def inputs_of_a_compile(sizes: tuple[int, ...], activation: str | None, lead: tuple[int, ...]) -> list[str]:
+        compiled = sides._compile(models.CheckpointedMLP(*models.plain_mlp(sizes, activation=activation)), {}, spec)
+        compiled(torch.randn(*lead, sizes[0], requires_grad=True)).sum().backward()
+        return [type(node.meta.get("example_value")).__name__ for info in compiled._backend.subgraph_infos
+                for node in info.original_graph_module.graph.nodes if node.op == "placeholder"]
+
+    inputs_of_a_compile((48, 64, 32, 16), None, (16,))
+    assert "SymInt" not in inputs_of_a_compile((48, 64, 32, 16), "gelu", (2, 8))

@@ -310,8 +310,13 @@ def _compile(program: Any, options: dict[str, Any], spec: PairSpec) -> Any:
     if spec.ddp:
         return jit_ddp(program, options)
     if spec.compile_path == "thunderfx":
+        import torch
         from thunder.dynamo import thunderfx
 
+        # Each case its own program: Dynamo keys its cache on the forward's code, so a second case of another shape
+        # would be a recompile with symbolic sizes, a path no check means to test (thunder up to 0.2.3.dev20250518
+        # maps a checkpointed region's gradients onto its size arguments there: docs/facts.md).
+        torch._dynamo.reset()
         return thunderfx(program, **options)
     return thunder.jit(program, **options)
 
