@@ -127,14 +127,14 @@ def test_the_action_runs_the_gate_writes_its_summary_and_exits_with_its_status(i
     assert "| `ddp-transform-matches-torch-ddp` |" in summary, summary
     assert [step.split(" (exit")[0] for step in ran] == [step.name for step in _action().steps], ran
     if inject is None:
-        assert status == 0 and summary.startswith("## teparity: green"), summary
+        assert status == 0 and summary.startswith("## teparity: GREEN (exit 0): 0 FAIL, 0 XPASS"), summary
         assert "failing test" not in summary
     else:
-        assert status == 1 and summary.startswith("## teparity: RED (exit 1)"), summary
+        assert status == 1 and summary.startswith("## teparity: RED (exit 1): 1 FAIL, 0 XPASS"), summary
         assert "### 1 failing test(s)" in summary and "**FAIL** `tests/trace/test_ddp_transform.py::" in summary, summary
         assert "2.bias: Tensor-likes are not close" in summary, summary
 
 
 def test_a_gate_that_wrote_no_report_is_red_in_the_summary_too(tmp_path: Path) -> None:
     status, summary, _ = _run({"python": sys.executable, "pytest-args": "--teparity-timeout=0"}, tmp_path)
-    assert status == 4 and summary.startswith("## teparity: RED (exit 4)") and "No parity report" in summary, summary
+    assert status == 4 and summary.startswith("## teparity: RED (exit 4, usage error): no parity report"), summary
