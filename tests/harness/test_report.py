@@ -36,7 +36,7 @@ def test_the_terminal_table_fits_120_columns_shares_footnotes_and_groups_rows_th
     """Executors as short columns, each detail a footnote that every row shares, the rows that skip in every
     column for one reason on one group line, the column without a TE executor explained; no line wider than 120."""
     report = ParityReport(environment={})
-    long_reason = "TransformerEngine is not installed (GPU tiers need `pip install .[gpu]` on an FP8 GPU host) " * 2
+    long_reason = "TransformerEngine is not installed; the FP8 tiers need it, on an FP8 GPU host " * 2
     for n in range(30):
         for executor in ("legacy", "functional"):
             report.record(f"numerics-with-a-long-name-number-{n}[delayed-e4m3-len4-max]", executor,

@@ -217,6 +217,7 @@ def probe() -> Environment:
             "executors": executors,
             "te_import_error": te_error,
             "thunder_import_error": thunder_error,
+            "torch_cuda": torch.version.cuda if torch is not None else None,
             **fork_verdict(checks, bool(gpus)),
         }
     )

@@ -9,7 +9,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from teparity.stack import since
+from teparity.stack import since, te_install
 from teparity.stack.symbols import BACKWARD_SYNC_SYMBOL
 from teparity.stack.te_gates import gate_for
 from teparity.stack.versions import installed_version, parse_version
@@ -88,7 +88,7 @@ def no_backward_sync(env: Environment) -> str | None:
 
 def no_te(env: Environment) -> str | None:
     if env.versions.transformer_engine is None:
-        return "TransformerEngine is not installed (GPU tiers need `pip install .[gpu]` on an FP8 GPU host)"
+        return f"TransformerEngine is not installed; the FP8 tiers need it, on an FP8 GPU host: {te_install.for_torch(env.torch_cuda)}"
     if env.te_import_error:
         return f"TransformerEngine {env.versions.transformer_engine} fails to import: {env.te_import_error}"
     return None
