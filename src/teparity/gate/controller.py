@@ -29,7 +29,7 @@ class Controller:
         #: Why the fork server named to this run by the command that started it was not taken, or None.
         self.outer_server_refused: str | None = None
         self._units: Path | None = None
-        #: Why the run stopped before it tested anything (``stop_untestable``), or None: the report's ``stopped``.
+        #: Why the run stopped before it tested anything (``pytest_collection``), or None: the report's ``stopped``.
         self.stopped: str | None = None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:

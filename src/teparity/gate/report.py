@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
+from teparity.stack import reasons
+from teparity.stack.environment import Environment
 from teparity.stack.executors import EXECUTOR_KINDS
 
 Outcome = Literal["pass", "FAIL", "XPASS", "known", "skip"]
@@ -125,7 +127,8 @@ class ParityReport:
         status = self.exitstatus if exit_status is None else exit_status
         counts = f"{self.count('FAIL')} FAIL, {self.count('XPASS')} XPASS"
         if status == 0:
-            absent = " (no lightning-thunder: --teparity-allow-no-thunder)" if self._versions().get("thunder") is None else ""
+            versions = self.environment.get("versions")
+            absent = f" (no lightning-thunder: {reasons.ALLOW_NO_THUNDER})" if versions and versions.get("thunder") is None else ""
             return f"GREEN (exit 0): {counts}; {self.count('pass')} pass, {self.count('known')} known, {self.count('skip')} skip{absent}"
         why = [f"the gate stopped before it tested: {self.stopped}"] if self.stopped else [counts]
         if broken := self._broken():
@@ -134,14 +137,8 @@ class ParityReport:
             why.append("a failure outside the parity table (pytest's own summary names it)")
         return red(status, "; ".join(why))
 
-    def _versions(self) -> dict[str, Any]:
-        return self.environment.get("versions") or {}
-
     def _broken(self) -> str | None:
         """Why every gate test failed on this stack (``reasons.import_failure``, ``unsupported_pair``), or None."""
-        from teparity.stack import reasons
-        from teparity.stack.environment import Environment
-
         try:
             env = Environment.from_json(self.environment)
         except (KeyError, TypeError):  # a report without the probe's environment (a summary of a stopped run)
