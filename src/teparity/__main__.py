@@ -42,7 +42,7 @@ def _run(args: argparse.Namespace, after: list[str], own: dict[str, argparse.Arg
     if command == "mutations":
         return reports.mutations()
     if command == "summary":
-        return reports.summary(args.report, args.exit_status)
+        return reports.summary(args.report, args.exit_status, args.failed_step)
     if command == "diff":
         return reports.diff(args.before, args.after)
     if command == "matrix":

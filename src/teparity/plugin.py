@@ -22,6 +22,7 @@ import pytest
 from teparity.gate import loggers, schedule
 from teparity.mutations.catalog import CATALOG, ENV_VAR
 from teparity.option_types import positive
+from teparity.stack.reasons import ALLOW_NO_THUNDER
 
 #: Set on a run under ``-n`` without ``--dist``: its tests are scheduled longest first.
 _LONGEST_FIRST = pytest.StashKey[bool]()
@@ -69,6 +70,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "torchrun are always serial)",
     )
     group.addoption("--teparity-report", metavar="PATH", help="write the parity report as JSON to PATH")
+    group.addoption(
+        ALLOW_NO_THUNDER, action="store_true",
+        help="run where lightning-thunder is not installed: every check skips and the run can be green (default: "
+        "such a run stops at start-up, red, as it could test nothing)",
+    )
     group.addoption(
         "--teparity-inject", metavar="NAME", action="append", default=[], choices=sorted(CATALOG),
         help="apply a known regression from teparity.mutations in every process, ranks included "

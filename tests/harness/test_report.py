@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from teparity.gate.report import ParityReport, TestOutcome
-from teparity.gate.table import terminal_table
+from teparity.gate.table import CONTINUED_INDENT, terminal_table, unwrapped
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -27,17 +27,16 @@ def test_a_failure_dominates_a_cell_and_a_skip_keeps_its_reason() -> None:
     assert report.cells[("c1", "legacy")].outcome == "FAIL"
     assert report.cells[("c1", "functional")].short() == "skip (no functional executor)"
     assert report.cells[("c2", "legacy")].outcome == "pass"
-    table = "\n".join(terminal_table(report, "r.json"))
+    table = "\n".join(terminal_table(report))
     assert "FAIL (1/2)" in table and "skip [1]" in table and "[1] no functional executor" in table
-    assert table.splitlines()[-1] == "parity report JSON: r.json"
     assert ParityReport.from_json(report.to_json()).to_json() == report.to_json()
 
 
 def test_the_terminal_table_fits_120_columns_shares_footnotes_and_groups_rows_that_skip_alike() -> None:
     """Executors as short columns, each detail a footnote that every row shares, the rows that skip in every
-    column for one reason on one group line, the JSON named last; no line wider than 120."""
+    column for one reason on one group line, the column without a TE executor explained; no line wider than 120."""
     report = ParityReport(environment={})
-    long_reason = "TransformerEngine is not installed (GPU tiers need `pip install .[gpu]` on an FP8 GPU host) " * 2
+    long_reason = "TransformerEngine is not installed; the FP8 tiers need it, on an FP8 GPU host " * 2
     for n in range(30):
         for executor in ("legacy", "functional"):
             report.record(f"numerics-with-a-long-name-number-{n}[delayed-e4m3-len4-max]", executor,
@@ -47,7 +46,7 @@ def test_the_terminal_table_fits_120_columns_shares_footnotes_and_groups_rows_th
     report.record("torch-autocast", "legacy", TestOutcome("c", "FAIL", "x", near_miss="other-defect"))
     report.record("torch-autocast", "functional", TestOutcome("d", "XPASS", "known upstream defect fixed-defect: ..."))
     report.record("ddp-transform-matches-torch-ddp", None, TestOutcome("e", "pass", ""))
-    lines = terminal_table(report, None)
+    lines = terminal_table(report)
     assert max(map(len, lines)) <= 120, max(lines, key=len)
     assert lines[0].split() == ["check", "legacy", "functional", "no", "TE"]
     text = "\n".join(lines)
@@ -57,7 +56,7 @@ def test_the_terminal_table_fits_120_columns_shares_footnotes_and_groups_rows_th
     assert not any(line.startswith("numerics-with-a-long-name") for line in lines), "rows that skip alike are grouped"
     assert re.search(rf"ddp\[delayed\] +known \[\d\] +skip \[{skip}\]", text), text
     assert "matches other-defect outside its range" in text and "fixed-defect did not show" in text
-    assert lines[-1] == "parity report JSON: none (--teparity-report PATH writes one)"
+    assert "no TE: the checks that run no TE executor (thunder's DDP and FSDP transforms, against torch's)" in lines
 
 
 def test_the_gate_on_this_machine_prints_no_line_over_120_columns(tmp_path: Path) -> None:
@@ -69,7 +68,11 @@ def test_the_gate_on_this_machine_prints_no_line_over_120_columns(tmp_path: Path
     assert done.returncode == 0, done.stdout[-3000:]
     wide = [line for line in done.stdout.splitlines() if len(line) > 120]
     assert not wide, wide
-    assert f"parity report JSON: {report}" in done.stdout.splitlines()
+    said = unwrapped(done.stdout, CONTINUED_INDENT).splitlines()
+    verdict = next(line for line in said if line.startswith("teparity: GREEN") or line.startswith("teparity: RED"))
+    assert re.fullmatch(rf"teparity: GREEN \(exit 0\): 0 FAIL, 0 XPASS; \d+ pass, \d+ known, \d+ skip; parity report JSON: {re.escape(str(report))}",
+                        verdict), verdict
+    assert said[said.index(verdict) + 1].startswith("="), "the verdict is the parity report's last line, before pytest's summary"
 
 
 def test_from_json_rejects_other_files() -> None:
@@ -286,3 +289,23 @@ def test_a_comparison_outside_parity_records_its_numbers_in_the_report(pytester:
     result.assert_outcomes(passed=1)
     test = json.loads((pytester.path / "r.json").read_text())["results"][0]["tests"][0]
     assert test["numbers"]["tensors_compared"] == 1 and test["numbers"]["max_abs"] == {"grad": 0.5}, test
+
+
+def test_the_verdict_says_green_or_red_and_why() -> None:
+    """The terminal report's last line and the job summary's heading: GREEN only at exit 0; RED with the counts of
+    FAIL and XPASS tests, a system under test that does not import, or a failure the table does not hold."""
+    report = _report("0.2.6", None, [("c", "legacy", TestOutcome("t1", "pass", "")), ("c", "legacy", TestOutcome("t2", "skip", "x")),
+                                     ("d", "functional", TestOutcome("t3", "known", "k", known_defect="e"))])
+    assert report.verdict(0) == "GREEN (exit 0): 0 FAIL, 0 XPASS; 1 pass, 1 known, 1 skip"
+    assert report.verdict(2) == "RED (exit 2, interrupted): 0 FAIL, 0 XPASS; a failure outside the parity table (pytest's own summary names it)"
+    report.record("c", "functional", TestOutcome("t4", "FAIL", "boom"))
+    report.record("d", "legacy", TestOutcome("t5", "XPASS", "known upstream defect e: ..."))
+    report.record("d", "legacy", TestOutcome("t6", "FAIL", "boom"))
+    assert report.verdict(1) == "RED (exit 1): 2 FAIL, 1 XPASS"
+    from teparity.stack.environment import Environment
+    from teparity.stack.versions import Versions
+
+    broken = Environment(Versions("2.11.0", "0.2.6", None), (), {}, te_import_error=None, thunder_import_error="ImportError: no")
+    report.environment = broken.to_json()
+    assert report.verdict(1) == ("RED (exit 1): 2 FAIL, 1 XPASS; the system under test does not import or is an unsupported "
+                                 "pair: lightning-thunder 0.2.6: ImportError: no")

@@ -98,3 +98,39 @@ def test_serve_without_a_command_is_a_usage_error_and_a_missing_command_exits_12
 def test_pytest_arguments_for_a_command_that_runs_no_pytest_are_a_usage_error() -> None:
     done = subprocess.run([sys.executable, "-m", "teparity", "known-defects", "--", "-x"], capture_output=True, text=True)
     assert done.returncode == 2 and "known-defects takes no pytest arguments after --" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [(None, "cannot read it: No such file or directory"),
+     ("not json", "not a teparity parity report (not JSON: Expecting value at line 1 column 1)")],
+)
+def test_summary_of_a_missing_or_unreadable_report_exits_2_and_its_markdown_still_says_red(
+    tmp_path: Path, content: str | None, said: str
+) -> None:
+    """The job summary must say red where the gate wrote no report; the command says what is wrong, as a usage error."""
+    path = tmp_path / "report.json"
+    if content is not None:
+        path.write_text(content)
+    run = subprocess.run([sys.executable, "-m", "teparity", "summary", str(path), "--exit-status", "4"], capture_output=True, text=True)
+    assert run.returncode == 2 and run.stderr == f"python -m teparity summary: {path}: {said}\n", run
+    assert run.stdout.startswith(f"## teparity: RED (exit 4, usage error): no parity report\n\n`{path}`: {said}."), run.stdout
+
+
+@pytest.mark.parametrize(
+    ("words", "heading"),
+    [(["--exit-status", ""], "## teparity: RED (the gate did not run): the step that runs it did not run"),
+     (["--exit-status", "", "--failed-step", "Install teparity failed (exit 1)\nERROR: no such package"],
+      "## teparity: RED (the gate did not run): Install teparity failed (exit 1)\n\n```\nERROR: no such package\n```")],
+)
+def test_summary_of_a_gate_that_did_not_run_is_red_whatever_report_lies_there(tmp_path: Path, words: list[str], heading: str) -> None:
+    """A CI step before the gate failed (its exit status output is then empty): an older report at the path, green
+    or not, is not this run's."""
+    from teparity.gate.report import ParityReport
+
+    path = tmp_path / "report.json"
+    ParityReport(environment={}, exitstatus=0).write(path)
+    run = subprocess.run([sys.executable, "-m", "teparity", "summary", str(path), *words], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.startswith(heading), run
+    bad = subprocess.run([sys.executable, "-m", "teparity", "summary", str(path), "--exit-status", "x"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "argument --exit-status: an exit status (a whole number, or empty: the gate did not run); got 'x'" in bad.stderr

@@ -26,7 +26,9 @@ def tiers(env: Environment, backend: str, world_size: int = 2) -> dict[str, str 
 
 def doctor() -> int:
     """What the gate would see here: the probe runs in the ranks' environment (``launch.rank_env``), as the
-    gate's does, so its verdict is the gate's and its cache is the one the gate's next run reads."""
+    gate's does, so its verdict is the gate's and its cache is the one the gate's next run reads. Exit 1 where the
+    gate is red before it tests anything: no thunder (it stops), or a system under test that does not import or an
+    unsupported pair (every gate test fails)."""
     from teparity.gate.ranks import default_backend
     from teparity.launch import rank_env
     from teparity.stack.envprobe import environment, new_run
@@ -38,6 +40,8 @@ def doctor() -> int:
     print("GPUs:", ", ".join(g.describe() for g in env.gpus) or "none")
     for info in env.executors.values():
         print("TE executor", info.label())
+    if absent := reasons.thunder_absent(env):
+        print(f"THE GATE STOPS here, red: {absent}")
     if broken := reasons.import_failure(env) or reasons.unsupported_pair(env):
         print(f"EVERY GATE TEST FAILS here: {broken}")
     backend = default_backend(2)
@@ -51,4 +55,4 @@ def doctor() -> int:
     else:
         print(f"forked ranks: the fork server imports {env.fork_preload()}")
     print("rank environment:", ", ".join(f"{k}={v}" for k, v in rank_env.in_force(set_here).items()))
-    return 0
+    return 1 if absent or broken else 0

@@ -42,9 +42,26 @@ def _summary(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     summing = commands.add_parser("summary", help="a parity report as markdown for a CI job's summary: the table and "
                                   "every failure's evidence")
     summing.add_argument("report", type=Path, metavar="REPORT.json")
-    summing.add_argument("--exit-status", type=int, metavar="N",
-                         help="the gate's exit status (where the report is missing, the summary says the run stopped first)")
+    summing.add_argument("--exit-status", type=_exit_status, metavar="N",
+                         help="the gate's exit status (default: the report's); empty: the gate did not run, and the "
+                         "summary is red whatever REPORT.json holds")
+    summing.add_argument("--failed-step", metavar="TEXT",
+                         help="a CI step before the gate that failed, and the tail of its output: the summary is red and "
+                         "says so (the gate did not run)")
     return summing
+
+
+#: ``--exit-status ''``: the gate did not run (a CI step output that was never set).
+GATE_DID_NOT_RUN = ""
+
+
+def _exit_status(text: str) -> int | str:
+    if text.strip() == GATE_DID_NOT_RUN:
+        return GATE_DID_NOT_RUN
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"an exit status (a whole number, or empty: the gate did not run); got {text!r}") from None
 
 
 def _diff(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:

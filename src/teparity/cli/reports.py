@@ -118,15 +118,22 @@ def mutations() -> int:
     return 0
 
 
-def summary(path: Path, exit_status: int | None) -> int:
-    """A report as markdown on stdout (a CI step appends it to ``$GITHUB_STEP_SUMMARY``); a missing one is said to
-    be missing, any other file that is no report is a usage error."""
-    from teparity.gate.summary import markdown_summary, missing_report
+def summary(path: Path, exit_status: int | str | None, failed_step: str | None = None) -> int:
+    """A report as markdown on stdout (a CI step appends it to ``$GITHUB_STEP_SUMMARY``), red where the gate did not
+    run (``exit_status`` empty, or a step before it failed: the report at ``path`` is not this run's). A report that
+    is missing or not one is a usage error (exit 2), and the markdown still says red, for the job summary."""
+    from teparity.cli.parser import GATE_DID_NOT_RUN
+    from teparity.gate.summary import gate_not_run, markdown_summary, missing_report
 
-    if not path.exists():
-        sys.stdout.write(missing_report(str(path), exit_status))
+    if failed_step or exit_status == GATE_DID_NOT_RUN:
+        sys.stdout.write(gate_not_run(failed_step))
         return 0
-    if (reports := _reports("summary", [path])) is None:
+    status = exit_status if isinstance(exit_status, int) else None
+    try:
+        report = read_report(path)
+    except NotAReport as error:
+        sys.stdout.write(missing_report(str(path), str(error), status))
+        print(f"python -m teparity summary: {path}: {error}", file=sys.stderr)
         return 2
-    sys.stdout.write(markdown_summary(reports[0], exit_status))
+    sys.stdout.write(markdown_summary(report, status))
     return 0

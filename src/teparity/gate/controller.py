@@ -29,6 +29,8 @@ class Controller:
         #: Why the fork server named to this run by the command that started it was not taken, or None.
         self.outer_server_refused: str | None = None
         self._units: Path | None = None
+        #: Why the run stopped before it tested anything (``pytest_collection``), or None: the report's ``stopped``.
+        self.stopped: str | None = None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """Where the run forks its ranks, choose its one fork server now: the one a command that runs pytest
@@ -47,6 +49,18 @@ class Controller:
         except OSError as error:  # each process that forks ranks then starts a server of its own
             os.environ.pop(FORK_SERVER_VARIABLE, None)
             self.fork_server_failure = f"the run's fork server did not start: {type(error).__name__}: {error}"
+
+    @pytest.hookimpl(tryfirst=True)  # before xdist's, which hands the collection to the workers
+    def pytest_collection(self, session: pytest.Session) -> None:
+        """Stop a run that cannot test (no thunder in this Python) before anything is collected: a usage error, red,
+        with what to install, where it would otherwise skip every check and pass. The report still says why."""
+        if session.config.option.collectonly or self.settings.allow_no_thunder:
+            return
+        from teparity.stack import reasons
+
+        if (why := reasons.thunder_absent(probed_environment())) is not None:
+            self.stopped = why
+            raise pytest.UsageError(f"teparity: {why}")
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:

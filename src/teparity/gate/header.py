@@ -34,6 +34,9 @@ def _said(settings: Settings, env: Environment, launch: str, rank_environment: d
         f"teparity: distribution: {settings.distribution()}",
         "teparity: rank environment: " + ", ".join(f"{k}={v}" for k, v in rank_environment.items()),
     ]
+    if reasons.thunder_absent(env):
+        lines.append(f"teparity: NO THUNDER, every check skips ({reasons.ALLOW_NO_THUNDER})" if settings.allow_no_thunder
+                     else "teparity: THE GATE CANNOT TEST HERE (no lightning-thunder): it stops at start-up, red")
     if broken := reasons.import_failure(env):
         lines.append(f"teparity: THE SYSTEM UNDER TEST DOES NOT IMPORT (every gate test fails): {broken}")
     if unsupported := reasons.unsupported_pair(env):

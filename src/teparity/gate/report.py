@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
+from teparity.stack import reasons
+from teparity.stack.environment import Environment
 from teparity.stack.executors import EXECUTOR_KINDS
 
 Outcome = Literal["pass", "FAIL", "XPASS", "known", "skip"]
@@ -100,6 +102,8 @@ class ParityReport:
     exitstatus: int | None = None
     #: Where the run's time went (``teparity.gate.timeline.Timeline.to_json``); not part of any verdict.
     timeline: dict[str, Any] | None = None
+    #: Why the run stopped before it tested anything (no thunder in its Python), or None.
+    stopped: str | None = None
 
     def record(self, check: str, executor: str | None, test: TestOutcome) -> None:
         self.cells.setdefault((check, executor or NO_EXECUTOR), Cell()).tests.append(test)
@@ -111,6 +115,35 @@ class ParityReport:
         """Columns: thunder's TE executors in their usual order, then any others, then executor-free checks."""
         order = {kind: i for i, kind in enumerate(EXECUTOR_KINDS)}
         return sorted({e for _, e in self.cells}, key=lambda e: (e == NO_EXECUTOR, order.get(e, len(order)), e))
+
+    def count(self, outcome: Outcome) -> int:
+        """The tests (not cells) with this outcome."""
+        return sum(1 for cell in self.cells.values() for test in cell.tests if test.outcome == outcome)
+
+    def verdict(self, exit_status: int | None = None) -> str:
+        """GREEN or RED, and why: the exit status (``exit_status`` in place of the report's), the FAIL and XPASS tests,
+        a system under test that does not import, a run that stopped before it tested (the terminal report's last
+        line, the job summary's heading)."""
+        status = self.exitstatus if exit_status is None else exit_status
+        counts = f"{self.count('FAIL')} FAIL, {self.count('XPASS')} XPASS"
+        if status == 0:
+            versions = self.environment.get("versions")
+            absent = f" (no lightning-thunder: {reasons.ALLOW_NO_THUNDER})" if versions and versions.get("thunder") is None else ""
+            return f"GREEN (exit 0): {counts}; {self.count('pass')} pass, {self.count('known')} known, {self.count('skip')} skip{absent}"
+        why = [f"the gate stopped before it tested: {self.stopped}"] if self.stopped else [counts]
+        if broken := self._broken():
+            why.append(f"the system under test does not import or is an unsupported pair: {broken}")
+        elif not self.stopped and not self.count("FAIL") and not self.count("XPASS"):
+            why.append("a failure outside the parity table (pytest's own summary names it)")
+        return red(status, "; ".join(why))
+
+    def _broken(self) -> str | None:
+        """Why every gate test failed on this stack (``reasons.import_failure``, ``unsupported_pair``), or None."""
+        try:
+            env = Environment.from_json(self.environment)
+        except (KeyError, TypeError):  # a report without the probe's environment (a summary of a stopped run)
+            return None
+        return reasons.import_failure(env) or reasons.unsupported_pair(env)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -127,6 +160,7 @@ class ParityReport:
                 for (check, executor), cell in sorted(self.cells.items())
             ],
             **({"timeline": self.timeline} if self.timeline is not None else {}),
+            **({"stopped": self.stopped} if self.stopped is not None else {}),
         }
 
     def write(self, path: str | Path) -> None:
@@ -139,10 +173,18 @@ class ParityReport:
             raise ValueError(f"not a teparity parity report (schema {data.get('schema')!r}, expected {SCHEMA!r})")
         environment = data["environment"]
         report = cls(environment=environment, exitstatus=data.get("exitstatus", environment.get("pytest_exit_status")),
-                     timeline=data.get("timeline"))
+                     timeline=data.get("timeline"), stopped=data.get("stopped"))
         for result in data["results"]:
             for test in result["tests"]:
                 # Reports before the registry called a known defect "xfail".
                 outcome = "known" if test["outcome"] == "xfail" else test["outcome"]
                 report.record(result["check"], result["executor"], TestOutcome(**{**test, "outcome": outcome}))
         return report
+
+
+def red(status: int | None, why: str) -> str:
+    """A red verdict: the gate's exit status, with its meaning where it says more than "a test failed" (None: the
+    gate did not run), and why."""
+    meaning = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}.get(status or 0)
+    said = "the gate did not run" if status is None else f"exit {status}" + (f", {meaning}" if meaning else "")
+    return f"RED ({said}): {why}"

@@ -1,6 +1,6 @@
 """The parity reporter: collects the test reports of a run into the parity report and the run's phases into
-its timeline, prints the table at the end and writes the JSON. Lives in the process that starts the run (the
-xdist controller, or a lone process)."""
+its timeline, prints the table at the end, then the verdict (GREEN or RED, why, where the JSON went), and writes the
+JSON. Lives in the process that starts the run (the xdist controller, or a lone process)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from teparity.gate.report import (
     TestOutcome,
 )
 from teparity.gate.settings import probed_environment
-from teparity.gate.table import terminal_table, wrapped
+from teparity.gate.table import json_note, terminal_table, wrapped
 from teparity.gate.timeline import Timeline, process_started
 from teparity.known.registry import extrapolated
 from teparity.launch import rank_env
@@ -99,14 +99,18 @@ class ParityReporter:
         if tag is not None and (outcome := _outcome(report)) is not None:
             self.report.record(tag["check"], tag["executor"], outcome)
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int) -> None:
+        """The table and the time line, then the verdict as the report's last line; for a run that tested something
+        or stopped before it could (a run of no check, the harness's, has no verdict of the gate's)."""
         self._finish()
-        if self.report.cells:
-            terminalreporter.write_sep("=", "teparity parity report")
-            for line in terminal_table(self.report, self.controller.settings.report):
-                terminalreporter.write_line(line)
-            for line in wrapped(f"teparity time: {self.timeline.summary(self.finished)}"):
-                terminalreporter.write_line(line)
+        if not self.report.cells and not self.controller.stopped:
+            return
+        self._complete(exitstatus)
+        terminalreporter.write_sep("=", "teparity parity report")
+        lines = [*terminal_table(self.report), *wrapped(f"teparity time: {self.timeline.summary(self.finished)}")] if self.report.cells else []
+        lines += wrapped(f"teparity: {self.report.verdict()}; {json_note(self.controller.settings.report)}")
+        for line in lines:
+            terminalreporter.write_line(line)
 
     def _finish(self) -> float:
         """The session's end: the terminal summary (after every plugin's session finish, xdist's teardown of
@@ -132,12 +136,17 @@ class ParityReporter:
         # Every torchrun rank judged the same all-gathered evidence: rank 0 alone writes the report.
         joined = torchrun_world()
         if (path := self.controller.settings.report) and (joined is None or joined[0] == 0):
-            # 2 (interrupted, e.g. by a time limit): the report holds only the tests that finished.
-            self.report.exitstatus = int(exitstatus)
-            self.report.environment = self._environment_section()
+            self._complete(exitstatus)
             self.timeline.mark("sessionfinish_done", time.time())
             self.report.timeline = self.timeline.to_json(finished)
             self.report.write(path)
+
+    def _complete(self, exitstatus: int) -> None:
+        """The report's run-wide parts: its exit status (2, interrupted, e.g. by a time limit: only the tests that
+        finished are in it), why it stopped before testing, if it did, and the environment."""
+        self.report.exitstatus = int(exitstatus)
+        self.report.stopped = self.controller.stopped
+        self.report.environment = self._environment_section()
 
     def _environment_section(self) -> dict[str, Any]:
         from teparity.stack.provenance import teparity_commit

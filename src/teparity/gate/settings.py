@@ -44,6 +44,8 @@ class Settings:
     longest_first: bool
     #: The xdist ``--dist`` mode, or None without ``-n``.
     dist: str | None
+    #: ``--teparity-allow-no-thunder``: a run without thunder goes on (every check skips) instead of stopping.
+    allow_no_thunder: bool = False
 
     @functools.cached_property
     def backend(self) -> str:
@@ -86,6 +88,7 @@ def resolve(config: pytest.Config, *, longest_first: bool) -> Settings:
         inject=tuple(config.getoption("teparity_inject")),
         longest_first=longest_first,
         dist=config.option.dist if getattr(config.option, "numprocesses", None) else None,
+        allow_no_thunder=config.getoption("teparity_allow_no_thunder"),
     )
     config.stash[_SETTINGS] = resolved
     return resolved

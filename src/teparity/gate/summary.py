@@ -3,8 +3,9 @@ footnotes, and every failure's evidence."""
 
 from __future__ import annotations
 
-from teparity.gate.report import ParityReport
-from teparity.gate.table import HEADINGS, Footnotes, cell_text
+from teparity.gate.report import ParityReport, red
+from teparity.gate.table import COLUMN_NOTES, HEADINGS, Footnotes, cell_text
+from teparity.stack.versions import Versions
 
 EVIDENCE_LINES = 12
 
@@ -12,23 +13,20 @@ EVIDENCE_LINES = 12
 def markdown_summary(report: ParityReport, exit_status: int | None = None) -> str:
     env = report.environment
     versions = env.get("versions", {})
-    status = report.exitstatus if exit_status is None else exit_status
-    verdict = "green: every cell is a pass, a known defect or a skip" if status == 0 else f"RED (exit {status})"
+    stack = Versions(versions.get("torch"), versions.get("thunder"), versions.get("transformer_engine")).describe()
     lines = [
-        f"## teparity: {verdict}",
+        f"## teparity: {report.verdict(exit_status)}",
         "",
-        f"torch {versions.get('torch')}, lightning-thunder {versions.get('thunder')}, TransformerEngine "
-        f"{versions.get('transformer_engine') or 'absent'}; teparity {env.get('teparity_commit')}; world size "
-        f"{env.get('world_size')}, backend {env.get('backend')}",
-        "",
+        f"{stack}; teparity {env.get('teparity_commit')}; world size {env.get('world_size')}, backend {env.get('backend')}",
     ]
     notes = Footnotes()
     executors = report.executors()
-    lines += ["| check | " + " | ".join(HEADINGS.get(e, e) for e in executors) + " |", "|---" * (len(executors) + 1) + "|"]
+    if executors:
+        lines += ["", "| check | " + " | ".join(HEADINGS.get(e, e) for e in executors) + " |", "|---" * (len(executors) + 1) + "|"]
     for check in report.checks():
         cells = [cell_text(cell, notes) if (cell := report.cells.get((check, e))) else "" for e in executors]
         lines.append(f"| `{check}` | " + " | ".join(cells) + " |")
-    lines += ["", *(f"{line}  " for line in notes.render(10_000))]
+    lines += ["", *(f"{COLUMN_NOTES[e]}  " for e in executors if e in COLUMN_NOTES), *(f"{line}  " for line in notes.render(10_000))]
     failing = [(check, t) for (check, _), cell in sorted(report.cells.items()) for t in cell.tests if t.outcome in ("FAIL", "XPASS")]
     if failing:
         lines += ["", f"### {len(failing)} failing test(s)"]
@@ -38,7 +36,15 @@ def markdown_summary(report: ParityReport, exit_status: int | None = None) -> st
     return "\n".join(lines) + "\n"
 
 
-def missing_report(path: str, exit_status: int | None) -> str:
-    """What the summary says where the gate wrote no report (a usage error, an interrupted start)."""
-    return (f"## teparity: RED (exit {exit_status})\n\nNo parity report at `{path}`: the gate stopped before it "
-            "wrote one; its log says why.\n")
+def missing_report(path: str, why: str, exit_status: int | None) -> str:
+    """What the summary says where there is no report to read (the gate stopped before it wrote one: a usage error,
+    an interrupted start; or the file is no report)."""
+    return f"## teparity: {red(exit_status, 'no parity report')}\n\n`{path}`: {why}. The gate's log says what happened.\n"
+
+
+def gate_not_run(failed_step: str | None) -> str:
+    """What the summary says where the gate did not run (a CI step before it failed): red, whatever an older report
+    at the path says."""
+    said = failed_step or "the step that runs it did not run"
+    first, _, rest = said.partition("\n")
+    return f"## teparity: {red(None, first)}\n" + (f"\n```\n{rest.strip()}\n```\n" if rest.strip() else "")

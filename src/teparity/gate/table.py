@@ -1,7 +1,7 @@
 """The parity report in the terminal, within ``WIDTH`` columns: a row per check, a short column per executor,
 each cell's outcome with its details as numbered footnotes that every row shares (a skip's reason, the known
 defect, an XPASS's entry, a near miss), the checks that skip in every column for one reason on one line, and
-where the JSON went."""
+what a column without a TE executor holds."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from teparity.gate.report import NO_EXECUTOR, Cell, ParityReport
 WIDTH = 120
 #: Column headings of executors with long or no names.
 HEADINGS = {NO_EXECUTOR: "no TE"}
+#: What a column holds, where its heading does not say (under the table, in the terminal and the job summary).
+COLUMN_NOTES = {NO_EXECUTOR: "no TE: the checks that run no TE executor (thunder's DDP and FSDP transforms, against torch's)"}
 #: The widest a check's column may be; a longer name wraps its row.
 CHECK_WIDTH = 56
 _RETIRE = re.compile(r"known upstream defect ([\w.-]+):")
@@ -38,8 +40,9 @@ HEADER_INDENT, CONTINUED_INDENT = "teparity:     ", "    "
 
 
 def wrapped(text: str, width: int = WIDTH, indent: str = CONTINUED_INDENT) -> list[str]:
-    """``text`` in lines of at most ``width``, the later ones indented; a name is never broken at its hyphens."""
-    return textwrap.wrap(text, width, subsequent_indent=indent, break_on_hyphens=False, break_long_words=True)
+    """``text`` in lines of at most ``width``, the later ones indented; a name is never broken at its hyphens, nor a
+    word longer than a line (a path: it stays whole on a line of its own, to copy)."""
+    return textwrap.wrap(text, width, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False)
 
 
 def unwrapped(output: str, indent: str = HEADER_INDENT) -> str:
@@ -79,7 +82,7 @@ def _skipped_alike(report: ParityReport, check: str, executors: list[str]) -> st
     return reasons.pop() if len(reasons) == 1 and all(cell.outcome == "skip" for cell in cells) else None
 
 
-def terminal_table(report: ParityReport, json_path: str | None, width: int = WIDTH) -> list[str]:
+def terminal_table(report: ParityReport, width: int = WIDTH) -> list[str]:
     """The report's lines, none wider than ``width``."""
     notes = Footnotes()
     executors = report.executors()
@@ -91,14 +94,19 @@ def terminal_table(report: ParityReport, json_path: str | None, width: int = WID
         rows.append([check, *(cell_text(cell, notes) if (cell := report.cells.get((check, e))) else "" for e in executors)])
     header = ["check", *(HEADINGS.get(executor, executor) for executor in executors)]
     lines = _columns([header, *rows], width)
+    lines += [line for executor in executors if executor in COLUMN_NOTES for line in wrapped(COLUMN_NOTES[executor], width)]
     for mark, checks in alike.items():
         lines += wrapped(f"skip {mark} in every column: {', '.join(checks)}", width)
     counts = {outcome: sum(1 for cell in report.cells.values() if cell.outcome == outcome)
               for outcome in ("pass", "FAIL", "XPASS", "known", "skip")}
     lines.append("cells: " + ", ".join(f"{n} {outcome}" for outcome, n in counts.items()))
     lines += notes.render(width)
-    lines.append(f"parity report JSON: {json_path}" if json_path else "parity report JSON: none (--teparity-report PATH writes one)")
     return lines
+
+
+def json_note(json_path: str | None) -> str:
+    """Where the run's JSON report went."""
+    return f"parity report JSON: {json_path}" if json_path else "parity report JSON: none (--teparity-report PATH writes one)"
 
 
 def _columns(rows: list[list[str]], width: int) -> list[str]:

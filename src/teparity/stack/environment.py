@@ -41,6 +41,8 @@ class Environment:
     fork_modules: tuple[str, ...] = ()
     #: Why a later stage is left out of ``fork_modules``, or None.
     fork_note: str | None = None
+    #: The CUDA torch was built with (``torch.version.cuda``; None for a CPU build, or no torch): which TE core fits.
+    torch_cuda: str | None = None
 
     def fork_preload(self) -> str:
         """What the fork server imports here, and why no more (the header's and ``doctor``'s words)."""
@@ -57,6 +59,7 @@ class Environment:
             fork_error=data.get("fork_error"),  # reports written before forked ranks have none
             fork_modules=tuple(data.get("fork_modules", ())),  # nor these, before staged preloads
             fork_note=data.get("fork_note"),
+            torch_cuda=data.get("torch_cuda"),  # reports before TE's install line followed torch's CUDA have none
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -69,4 +72,5 @@ class Environment:
             "fork_error": self.fork_error,
             "fork_modules": list(self.fork_modules),
             "fork_note": self.fork_note,
+            "torch_cuda": self.torch_cuda,
         }

@@ -178,10 +178,13 @@ def fork_verdict(checks: list[ForkCheck], has_gpu: bool) -> dict[str, object]:
 def probe() -> Environment:
     """Do the reading in this process (meant for the subprocess; it imports torch, TE and thunder)."""
     checks = fork_check()  # first: the GPU queries below would make any child unfit
-    import torch
+    try:
+        import torch
+    except ImportError:  # a Python without torch: no thunder either, and the gate says so (reasons.thunder_absent)
+        torch = None
 
     gpus = []
-    if torch.cuda.is_available():
+    if torch is not None and torch.cuda.is_available():
         for index in range(torch.cuda.device_count()):
             gpus.append(
                 {"name": torch.cuda.get_device_name(index), "capability": list(torch.cuda.get_device_capability(index))}
@@ -201,10 +204,8 @@ def probe() -> Environment:
         executors = {k: v.as_dict() for k, v in find_te_executors().items()}
     except Exception as error:
         thunder_error = _first_line(error)
-        executors = {
-            kind: {"kind": kind, "missing_reason": f"thunder fails to import: {thunder_error}"}
-            for kind in ("legacy", "functional")
-        }
+        why = "lightning-thunder is not installed" if versions.thunder is None else f"thunder fails to import: {thunder_error}"
+        executors = {kind: {"kind": kind, "missing_reason": why} for kind in ("legacy", "functional")}
     return Environment.from_json(
         {
             "versions": {
@@ -216,6 +217,7 @@ def probe() -> Environment:
             "executors": executors,
             "te_import_error": te_error,
             "thunder_import_error": thunder_error,
+            "torch_cuda": torch.version.cuda if torch is not None else None,
             **fork_verdict(checks, bool(gpus)),
         }
     )

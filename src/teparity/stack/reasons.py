@@ -1,14 +1,15 @@
 """Why the gate cannot run something here: every skip reason, in one place. Each function answers None
 (it can) or the sentence a skip prints, which names what is missing and, where there is one, the option or
 install behind it. Absent by design only: an installed system under test that does not import is never a
-skip (``import_failure``)."""
+skip (``import_failure``), and a run without thunder stops at start-up (``thunder_absent``)."""
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import TYPE_CHECKING
 
-from teparity.stack import since
+from teparity.stack import since, te_install
 from teparity.stack.symbols import BACKWARD_SYNC_SYMBOL
 from teparity.stack.te_gates import gate_for
 from teparity.stack.versions import installed_version, parse_version
@@ -16,6 +17,21 @@ from teparity.stack.versions import installed_version, parse_version
 if TYPE_CHECKING:
     from teparity.stack.environment import Environment
     from teparity.stack.executors import ExecutorKind
+
+
+#: The option of a deliberate run without thunder: every check skips, and the run can pass.
+ALLOW_NO_THUNDER = "--teparity-allow-no-thunder"
+
+
+def thunder_absent(env: Environment) -> str | None:
+    """Why the gate cannot test in this Python at all (lightning-thunder, or torch too, is not installed in it), or
+    None. Never a skip: every check would skip and the run pass (a CI job that forgot thunder, or ran the gate with
+    another Python), so the gate stops at start-up unless ``ALLOW_NO_THUNDER`` asks for such a run."""
+    if env.versions.thunder is not None:
+        return None
+    missing = "lightning-thunder is" if env.versions.torch is not None else "torch and lightning-thunder are"
+    return (f"{missing} not installed in {sys.executable}: install the thunder under test into it (pip install "
+            f"lightning-thunder, or pip install -e THUNDER_CHECKOUT), or pass {ALLOW_NO_THUNDER} to run without it")
 
 
 def import_failure(env: Environment) -> str | None:
@@ -72,7 +88,7 @@ def no_backward_sync(env: Environment) -> str | None:
 
 def no_te(env: Environment) -> str | None:
     if env.versions.transformer_engine is None:
-        return "TransformerEngine is not installed (GPU tiers need `pip install .[gpu]` on an FP8 GPU host)"
+        return f"TransformerEngine is not installed; the FP8 tiers need it, on an FP8 GPU host: {te_install.for_torch(env.torch_cuda)}"
     if env.te_import_error:
         return f"TransformerEngine {env.versions.transformer_engine} fails to import: {env.te_import_error}"
     return None
