@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,16 +21,21 @@ _MAX_ULP = re.compile(r"max ulp (amax_history|scale) (\d+)")
 _LLAMA = ("llama-block", "ddp-llama")
 
 
-def _passing_gpu_evidence() -> list[tuple[str, str, int, str]]:
-    """(check, executor, world size, evidence) of every passing test of every committed GPU parity report."""
-    found = []
+def _gpu_reports() -> Iterator[dict[str, Any]]:
+    """Every committed GPU parity report."""
     for path in sorted((REPO / "docs" / "results").glob("h200-*/**/*.json")):
         try:
             report = json.loads(path.read_text())
         except ValueError:
             continue
-        if not isinstance(report, dict) or "results" not in report:
-            continue
+        if isinstance(report, dict) and "results" in report:
+            yield report
+
+
+def _passing_gpu_evidence() -> list[tuple[str, str, int, str]]:
+    """(check, executor, world size, evidence) of every passing test of every committed GPU parity report."""
+    found = []
+    for report in _gpu_reports():
         world = report.get("environment", {}).get("world_size") or 1
         for result in report["results"]:
             ranks = world if result["check"].startswith(("ddp", "fsdp")) else 1
@@ -77,12 +84,8 @@ def _llama_against_torch_linears() -> list[float]:
     from teparity.known.registry import BY_ID
 
     found = []
-    for path in sorted((REPO / "docs" / "results").glob("h200-*/**/*.json")):
-        try:
-            report = json.loads(path.read_text())
-        except ValueError:
-            continue
-        for result in report.get("results", []) if isinstance(report, dict) else []:
+    for report in _gpu_reports():
+        for result in report["results"]:
             for test in result["tests"]:
                 entry = BY_ID.get(test.get("known_defect") or "")
                 numbers = test.get("numbers") or {}
