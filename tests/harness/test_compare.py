@@ -355,3 +355,13 @@ def test_against_a_model_that_runs_every_linear_in_torch_te_must_hold_none_and_i
         assert_te_as_the_reference(torch_only, SPEC, "ctx")
     with pytest.raises(AssertionError, match="TE held 1 linear"):
         assert_te_as_the_reference([[_run()]], modeled, "ctx")
+
+
+def test_ranks_must_agree_within_the_specs_fp8_groups_only() -> None:
+    """Where each rank is its own fp8 group (the model of a build that reduces no amax across ranks), ranks whose FP8
+    states differ are no difference; where the world is one group they are."""
+    rank0, rank1 = _run(state=_state(history=(0.0, 1.5, 2.0))), _run(state=_state(history=(0.0, 1.5, 3.0)))
+    own_groups = dataclasses.replace(SPEC, fp8_group_size=1)
+    assert_parity([[rank0], [rank1]], [[copy.deepcopy(rank0)], [copy.deepcopy(rank1)]], own_groups, "ctx")
+    with pytest.raises(AssertionError, match="rank 1 vs rank 0"):
+        assert_parity([[rank0], [rank1]], [[copy.deepcopy(rank0)], [copy.deepcopy(rank1)]], SPEC, "ctx")

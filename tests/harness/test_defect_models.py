@@ -17,7 +17,7 @@ from teparity.inrank.defect_models import tie_parameters
 from teparity.judge.failures import SilentFallback
 from teparity.known import registry
 from teparity.known.registry import BY_ID
-from teparity.records import TORCH_LINEARS, Case, CaseRun, Pair, PairSpec, StepRecord
+from teparity.records import STATE_PER_CACHE_ENTRY, TORCH_LINEARS, Case, CaseRun, Pair, PairSpec, StepRecord
 from teparity.stack.environment import Environment
 from teparity.stack.executors import ExecutorInfo
 from teparity.stack.versions import Versions
@@ -250,3 +250,39 @@ def test_each_thunderfx_case_is_compiled_as_its_own_program() -> None:
 
     inputs_of_a_compile((48, 64, 32, 16), None, (16,))
     assert "SymInt" not in inputs_of_a_compile((48, 64, 32, 16), "gelu", (2, 8))
+
+
+def test_defects_that_cover_one_test_together_are_modeled_together() -> None:
+    """Two FP8-state defects in one test (0.2.3's functional executor under grad accumulation: no cross-rank reduction and
+    a state per cache entry) make one model with both changes; a model where torch runs every linear stands alone; two
+    models that change one field apart are a registry error."""
+    from teparity.gate.fixtures import modeling
+    from teparity.known import models
+    from teparity.known.defect import combined
+
+    entries = registry.BY_ID
+    together = modeling([entries["grad-accumulation-fp8-state-per-cache-entry"], entries["functional-amax-not-reduced-across-ranks"]])
+    assert together.id == "grad-accumulation-fp8-state-per-cache-entry + functional-amax-not-reduced-across-ranks"
+    assert dict(together.model.spec_change) == {"model": STATE_PER_CACHE_ENTRY, "fp8_group_size": 1}
+    alone = modeling([entries["legacy-executor-loses-te-from-te-2.10"], entries["grad-accumulation-fp8-state-per-cache-entry"]])
+    assert alone is entries["legacy-executor-loses-te-from-te-2.10"]
+    assert modeling([entries["no-grad-forward-left-to-torch"]]) is entries["no-grad-forward-left-to-torch"]
+    with pytest.raises(ValueError, match="disagree on model"):
+        combined([models.STATE_PER_ENTRY, models.FRESH_STATE_PER_RECIPE])
+
+
+def test_a_thunder_side_raise_is_judged_by_the_registry_not_against_a_model() -> None:
+    """A model predicts numbers, not a raise: where thunder raised, the true reference's failure goes to the registry
+    (a bounded signature, or a failure), and the model is not run against it."""
+    ran = []
+
+    def verdict(pair: Pair) -> None:
+        ran.append(pair.spec.model)
+        raise AssertionError("thunder vs eager TE differs")
+
+    raised = _pair(1.001)
+    raised.thunder[0][0].error = "ValueError: not enough values to unpack"
+    pairs = Pairs(ENV, None, "gloo", lambda said: None, NO_GRAD, lambda key, value: None)
+    with pytest.raises(AssertionError, match="thunder vs eager TE differs"):
+        pairs.judge(raised, verdict)
+    assert ran == [SPEC.model]

@@ -40,6 +40,22 @@ def rank_runner(request: pytest.FixtureRequest) -> RankRunner:
     return request.config.pluginmanager.get_plugin("teparity-worker").rank_runner()
 
 
+def modeling(entries: list[Any]) -> Any:
+    """The entry whose model the test is judged against: the one covering entry with a model, or, where several cover
+    it, one that names them all and models them together (``known.defect.combined``)."""
+    import dataclasses
+
+    from teparity.known.defect import combined
+
+    with_models = [entry for entry in entries if entry.model is not None]
+    if len(with_models) < 2:
+        return with_models[0] if with_models else None
+    model = combined([entry.model for entry in with_models])
+    if alone := next((entry for entry in with_models if entry.model is model), None):
+        return alone  # one model stands for all (torch runs every linear)
+    return dataclasses.replace(with_models[0], id=" + ".join(entry.id for entry in with_models), model=model)
+
+
 @pytest.fixture
 def parity(request: pytest.FixtureRequest, teparity_env: Any, rank_runner: RankRunner, backend: str,
            evidence: Callable[[str], None]) -> Pairs:
@@ -48,7 +64,7 @@ def parity(request: pytest.FixtureRequest, teparity_env: Any, rank_runner: RankR
     from teparity.gate.known_marks import covering
     from teparity.gate.pairs import Pairs
 
-    modeled_by = next((entry for entry in covering(request.node) if entry.model is not None), None)
+    modeled_by = modeling(covering(request.node))
 
     def note(key: str, value: Any) -> None:
         request.node.user_properties.append((key, value))

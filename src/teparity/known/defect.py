@@ -96,6 +96,20 @@ class DefectModel:
         return dataclasses.replace(spec, **dict(self.spec_change))
 
 
+def combined(models: list[DefectModel]) -> DefectModel:
+    """The model of several defects that cover one test at once: a model where torch runs every linear stands alone (no
+    FP8 state is left for another to change); otherwise every model's change to the eager side, together."""
+    if alone := next((model for model in models if not model.te_claims), None):
+        return alone
+    changes: dict[str, Any] = {}
+    for model in models:
+        for field, value in model.spec_change:
+            if changes.setdefault(field, value) != value:
+                raise ValueError(f"defect models disagree on {field}: {changes[field]!r} and {value!r}")
+    return DefectModel(" and ".join(model.words for model in models), tuple(changes.items()),
+                       waived=tuple(dict.fromkeys(w for model in models for w in model.waived)))
+
+
 @dataclasses.dataclass(frozen=True)
 class KnownDefect:
     id: str

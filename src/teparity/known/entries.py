@@ -48,6 +48,8 @@ _TE18_RUN = "docs/results/h200-te1.8.0-4306794"
 _TE18_RUN_B4F3E73 = "docs/results/h200-te1.8.0-b4f3e73"
 #: The declared matrix's TE 2.20.2 stacks (thunder 0.2.2 .. 0.2.7.dev20260201) at one commit.
 _MATRIX_TE220 = "docs/results/h200-matrix-cceeca7"
+#: The declared matrix, every stack at one commit.
+_MATRIX = "docs/results/h200-matrix-4a18837"
 
 REGISTRY: tuple[KnownDefect, ...] = (
     KnownDefect(
@@ -133,7 +135,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         signature=signatures.FSDP_NO_SYNC_STASH_LOST_A_PRODUCER,
         checks=(checks.FSDP_GRAD_ACCUMULATION,),
         thunder=">=0.2.0.dev20240505,<0.2.4.dev20250608",
-        te=">=1.6,<1.9",
+        te=">=1.6,<2.10",
         cause="thunder/distributed/transforms/fsdp.py stash_unsharded_grads_and_return_none_as_grads keys the symbol that "
         "produced each unsharded gradient and stashes its first output: the legacy executor's te_functional_linear_backward "
         "returns (grad_input, grad_weight, grad_bias) from one symbol, so the bias's entry is overwritten, the input's gradient "
@@ -141,9 +143,9 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "raises KeyError on that proxy. Function read in dev20240818 and 0.2.3 (identical); shown on the CPU without TE by a "
         "stand-in executor with that backward's shape (docs/results/cpu-fsdp-probe): dev20240505 (the first build with the stash) "
         ".. 0.2.4.dev20250601 raise, dev20250608 skips the stash (fsdp-no-sync-loses-accumulated-gradients). Run with TE 1.8.0 "
-        "on dev20240728, dev20240818, dev20240901; with TE 2.9 on 0.2.2 .. 0.2.4.dev20250622 "
-        "legacy-executor-miscounts-te-2.9-saved-tensors raises first, and from TE 2.10 the legacy executor claims no linear",
-        seen=(_TE18_RUN_B4F3E73,),
+        "on dev20240728, dev20240818, dev20240901, with TE 2.9.0 on 0.2.2 and 0.2.3 (KeyError before the TE linear runs); "
+        "from TE 2.10 the legacy executor claims no linear (legacy-executor-loses-te-from-te-2.10)",
+        seen=(_TE18_RUN_B4F3E73, _MATRIX),
     ),
     KnownDefect(
         id="functional-fp32-bias-in-fp8-gemm",
@@ -371,16 +373,18 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "ranks: each rank's FP8 scales follow its own data",
         executors=("functional",),
         signature=signatures.RANKS_PART_UNREDUCED,
-        checks=(checks.DDP, checks.DDP_FIRST_STEP, checks.DDP_LLAMA),
+        checks=(checks.DDP, checks.DDP_FIRST_STEP, checks.DDP_LLAMA, checks.DDP_GRAD_ACCUMULATION, checks.DDP_LLAMA_GRAD_ACCUMULATION,
+                checks.FSDP, checks.FSDP_LLAMA, checks.FSDP_GRAD_ACCUMULATION),
         thunder=">=0.2.3,<=0.2.5.dev20250817",
         te=_SEEN_TE29,
         cause="transformer_engine_v2ex_impl.py (0.2.3, 0.2.4) updates each recipe state from its own amax history, where eager "
         "TE reduces over the fp8_autocast group; thunder PR #2404 added the all-reduce (teparity's mutant "
         "functional-no-cross-rank-reduction removes it). Run on 0.2.3 .. 0.2.5.dev20250817 with TE 2.9.0; a GPU bisect finds "
-        "0.2.5.dev20250824 clean, where functional-fp8-group-ignored starts",
+        "0.2.5.dev20250824 clean, where functional-fp8-group-ignored starts. Every multi-rank FP8 check meets it: the ddp and "
+        "fsdp tiers' on 0.2.3 and 0.2.4 with TE 2.9.0 (docs/results/h200-matrix-4a18837)",
         model=models.NO_REDUCTION,
         seen=(_VERSIONS_RUN_TE29, _FEATURES_RUN_TE29_82BFE86, _RELEASES_WEEKLIES_RUN_TE29,
-              _FIX_BISECTS_TE29, _CLEAN_RELEASES_RUN_TE29),
+              _FIX_BISECTS_TE29, _CLEAN_RELEASES_RUN_TE29, _MATRIX),
         bounds=(BisectedBound("thunder", "<=0.2.5.dev20250817", f"{_RANGE_BISECTS_TE29}/unreduced-fix/bisect.json"),),
     ),
     KnownDefect(
