@@ -376,6 +376,15 @@ STASH_KEYERROR = ("Traceback (most recent call last):\n"
                   "  File \"SITE/thunder/core/transform_common.py\", line 121, in dce\n"
                   "    if variableify(out) in needed_proxies and producer_map[out] == bsym:\n"
                   "KeyError: 't43'\n")
+#: thunder 0.2.2 and 0.2.3 with TE 2.9.0: the same lost producer, met by the trace interpreter's read.
+STASH_KEYERROR_022 = ("Traceback (most recent call last):\n"
+                      "  File \"SITE/thunder/executors/torch_autograd.py\", line 358, in split_forward_backward\n"
+                      "    bw_extrace = transform_for_execution(\n"
+                      "  File \"SITE/thunder/executors/passes.py\", line 120, in transform_for_execution\n"
+                      "    extrace = _transform_for_operator_executor_execution(trace, executors_list)\n"
+                      "  File \"SITE/thunder/core/trace_interpreter.py\", line 258, in read\n"
+                      "    return self.env[x.name]\n"
+                      "KeyError: 't65'\n")
 #: thunder 0.2.5 with TE 2.20.2 under Float8CurrentScaling (a case error's tail, as case_errors keeps it).
 RECIPE_ASSERTED = ("AssertionError\n"
                    "  File \"SITE/thunder/executors/transformer_engine_v2ex_impl.py\", line 279, in check_valid_fp8_shapes\n"
@@ -491,6 +500,9 @@ SIGNATURES.update({
             ("a rank hung", RanksFailed([RankFailure(0, "raised", "raised", STASH_KEYERROR), RankFailure(1, "hung", "hung", "stack")],
                                         pids=[], header="h", footer="f"), _env()),
             ("numbers differ instead", _parted(), _env()),
+            ("a KeyError in the interpreter's read elsewhere", RanksFailed(
+                [RankFailure(0, "raised", "raised", STASH_KEYERROR_022.replace(" in split_forward_backward", " in fn"))],
+                pids=[], header="h", footer="f"), _env()),
         ],
     ),
     "functional-checker-asserts-on-current-scaling": (
@@ -1006,3 +1018,11 @@ def test_a_stack_newer_than_every_run_that_showed_an_entry_is_named_extrapolated
                for s in said), said
     seen = Versions(torch="2.11.0", thunder="0.2.7.dev20260201", transformer_engine="2.20.2")
     assert not any(s.startswith("grad-accumulation-fp8-state-per-cache-entry") for s in known_defects.extrapolated(seen))
+
+
+def test_the_no_sync_stash_entry_matches_both_places_its_lost_producer_is_met() -> None:
+    """dce on the 2024 builds, the trace interpreter's read on 0.2.2 and 0.2.3 (TE 2.9.0): one cause, two lookups."""
+    entry = known_defects.BY_ID["fsdp-no-sync-stash-breaks-on-fused-linear-backward"]
+    for detail in (STASH_KEYERROR, STASH_KEYERROR_022):
+        failed = RanksFailed([RankFailure(r, "raised", "raised", detail) for r in (0, 1)], pids=[], header="h", footer="f")
+        assert known_defects.match([entry], failed, _env()) is entry

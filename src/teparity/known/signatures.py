@@ -228,12 +228,13 @@ def _no_sync_stashed_nothing(evidence: dict[str, Any], env: Environment) -> bool
 
 
 def _no_sync_stash_lost_a_producer(evidence: dict[str, Any], env: Environment) -> bool:
-    """Every failing rank raised thunder's ``dce`` KeyError on a proxy name while splitting the FSDP no-sync backward
-    (``transform_for_execution`` under ``split_forward_backward``), and nothing else failed."""
+    """Every failing rank raised KeyError on a proxy name while thunder prepared the FSDP no-sync backward for execution
+    (``transform_for_execution`` under ``split_forward_backward``), looking the proxy up in ``dce``'s producers or the
+    trace interpreter's ``read``, and nothing else failed."""
     failures = evidence.get("failures") or []
     return bool(failures) and all(
         f["kind"] == "raised" and re.search(r"KeyError: 't\d+'", f["detail"]) is not None
-        and " in dce" in f["detail"] and " in transform_for_execution" in f["detail"]
+        and (" in dce" in f["detail"] or " in read" in f["detail"]) and " in transform_for_execution" in f["detail"]
         and " in split_forward_backward" in f["detail"] for f in failures
     )
 
@@ -414,8 +415,8 @@ FSDP_NO_SYNC_STASHED_NOTHING = Signature(
 FSDP_NO_SYNC_STASH_LOST_A_PRODUCER = Signature(
     RanksFailed,
     _no_sync_stash_lost_a_producer,
-    "every failing rank raised KeyError on a proxy name ('t43') in thunder's dce, under transform_for_execution in "
-    "split_forward_backward, and nothing else failed",
+    "every failing rank raised KeyError on a proxy name ('t43') in thunder's dce or its trace interpreter's read, under "
+    "transform_for_execution in split_forward_backward, and nothing else failed",
     bounded=True,
 )
 CHECKER_ASSERTS_THE_RECIPE = Signature(
