@@ -1,5 +1,5 @@
 """The user's documents stay what a user can read, and say what the code does: a README of at most 200 lines that
-opens with the two commands CI runs, documents within their word budget, no link that leads nowhere; tox.ini's
+opens with the two commands CI runs, guides within their word budget, no link that leads nowhere; tox.ini's
 pointers and tier list, the environments, commands, options and entry fields the guides name, and the documents
 they regenerate, checked against the code."""
 
@@ -14,7 +14,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 README_LINES = 200
-DOCS_WORDS = 15_250
+#: The guides' budget; the documents generated from the registry and the matrix (their size follows the entries and
+#: the stacks, and harness tests keep them current) are not in it.
+GUIDE_WORDS = 9_500
+GENERATED = ("compatibility.md", "known-defects.md")
 
 
 def test_the_readme_is_short_and_opens_with_the_two_commands_that_ci_runs() -> None:
@@ -25,9 +28,9 @@ def test_the_readme_is_short_and_opens_with_the_two_commands_that_ci_runs() -> N
     assert len(ci) == 2 and all(command in first for command in ci), (ci, first)
 
 
-def test_the_documents_stay_within_their_word_budget() -> None:
-    words = {path.name: len(path.read_text().split()) for path in sorted((REPO / "docs").glob("*.md"))}
-    assert sum(words.values()) < DOCS_WORDS, words
+def test_the_guides_stay_within_their_word_budget() -> None:
+    words = {path.name: len(path.read_text().split()) for path in sorted((REPO / "docs").glob("*.md")) if path.name not in GENERATED}
+    assert sum(words.values()) < GUIDE_WORDS, words
 
 
 def test_every_relative_link_of_the_documents_leads_somewhere() -> None:
