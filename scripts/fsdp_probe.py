@@ -6,7 +6,7 @@ One JSON line per variant. usage: PYTHONPATH=<thunder build> python fsdp_probe.p
 import json, os, sys, tempfile, traceback
 import torch, torch.distributed as dist, torch.multiprocessing as mp
 
-SIZES, BATCH, W = (32, 64, 16), 8, 2
+SIZES, BATCH, W = (32, 64, 16), int(os.environ.get("PROBE_BATCH", 8)), 2
 from importlib.metadata import version
 THUNDER = version("lightning-thunder")
 
@@ -39,10 +39,14 @@ def fake_te():
                                fn=torch.nn.functional.linear)
     bwd = ex.register_operator("fake_te_linear_bwd", meta=lambda g, a, w: (TensorProxy(like=a), TensorProxy(like=w),
                                TensorProxy(like=g, shape=(w.shape[0],))), fn=lambda g, a, w: (g @ w, g.t() @ a, g.sum(0)))
-    v2 = os.environ.get("PROBE_FAKE_TE") == "v2"  # the functional executor's shape: (ga, gw) from one symbol, bias apart
+    v2 = os.environ.get("PROBE_FAKE_TE") in ("v2", "v2tokens")  # the functional executor's shape: (ga, gw) from one symbol, bias apart
+    # 0.2.3's functional executor also passes (ga, gw) through one FP8 state update that returns them as its outputs
+    upd = ex.register_operator("fake_te_update", meta=lambda ga, gw: (TensorProxy(like=ga), TensorProxy(like=gw)),
+                               fn=lambda ga, gw: (ga, gw))
     def grad(a, w, b):
         out = fwd(a, w, b); g = prims.get_grad(out); ga, gw, gb = bwd(g, a, w)
         if v2: ga, gw, gb = ga, gw, g.sum(tuple(range(g.ndim - 1)))
+        if os.environ.get("PROBE_FAKE_TE") == "v2tokens": ga, gw = upd(ga, gw)
         prims.put_grad(a, ga); prims.put_grad(w, gw)
         if b is not None: prims.put_grad(b, gb)
         return out
@@ -128,7 +132,7 @@ if __name__ == "__main__":
         r, s, b, out = q.get(); got.setdefault((s, b), {})[r] = out
     for (s, b), by_rank in got.items():
         same = by_rank.get(0) == by_rank.get(1)
-        print(json.dumps({"thunder": THUNDER, **({"executor": "fake_te" + ("_v2" if os.environ.get("PROBE_FAKE_TE") == "v2" else "")} if os.environ.get("PROBE_FAKE_TE") else {}),
+        print(json.dumps({"thunder": THUNDER, **({"executor": "fake_te" + {"v2": "_v2", "v2tokens": "_v2_tokens"}.get(os.environ.get("PROBE_FAKE_TE"), "")} if os.environ.get("PROBE_FAKE_TE") else {}),
                           **({"input_requires_grad": False} if os.environ.get("PROBE_X_NOGRAD") else {}), "torch": torch.__version__, "mode": mode,
                           **({"sync": sync} if mode == "nosync" else {}), "sharding": s, "bucketing": b,
                           **({"ranks_agree": True, **by_rank[0]} if same else {"by_rank": by_rank})}), flush=True)

@@ -17,6 +17,7 @@ xz -dc "$BUILDS" | tar xf - -C /tmp/thunder-builds
 for d in /tmp/thunder-builds/*/; do v=$(basename "$d")
   (cd "$d" && python3 -m zipfile -c "/tmp/thunder-wheels/lightning_thunder-$v-py3-none-any.whl" thunder "lightning_thunder-$v.dist-info")
 done
+rm -rf /tmp/matrix   # a warm host keeps an earlier call's stacks
 python3 -m teparity run-matrix --te "$TE" --wheels /tmp/thunder-wheels --te-site /tmp/te-site --workdir /tmp/matrix "$@" > "$OUT/matrix.txt" 2>&1
 status=$?
 echo "run-matrix exit $status" >> "$OUT/matrix.txt"

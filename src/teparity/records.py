@@ -114,6 +114,10 @@ class PairSpec:
     #: The eager side only: a known upstream defect's model (``teparity.inrank.defect_models``), eager TE built to do
     #: what thunder does wrong; None: eager TE itself, the true reference.
     model: str | None = None
+    #: The eager side only, under FSDP: in a micro-batch without the gradient reduction, each linear whose input requires
+    #: grad accumulates that input's gradient in place of its weight's (a known defect's model:
+    #: ``teparity.inrank.defect_models.InputGradAsWeightGrad``).
+    input_grad_as_weight_grad: bool = False
 
     def variant(self) -> str:
         """The program variant in words ("" for plain training under thunder.jit), for messages: each feature

@@ -6,6 +6,7 @@ a thunder that matches eager TE is the XPASS that retires the entry."""
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 import torch
@@ -161,21 +162,31 @@ def test_a_twin_state_moves_only_when_it_runs_where_the_executor_owns_its_update
     assert history == ([0.0, 0.0, 10.0, 11.0] if own_updates else [0.0, 10.0, 0.0, 11.0]), history
 
 
-@pytest.mark.parametrize(("compile_path", "activation", "recomputed", "checkpointed"), [
-    ("thunderfx", "gelu", 2, ["Linear", "GELU", "Linear", "GELU"]),
-    ("jit", "gelu", 2, ["Linear", "GELU", "Linear", "GeluKeepingForwardTerms"]),
-    ("jit", None, 1, ["Linear"]),
-])
-def test_the_recomputed_region_is_what_the_compile_path_recomputes(monkeypatch: pytest.MonkeyPatch, compile_path: str,
-                                                                   activation: str | None, recomputed: int,
-                                                                   checkpointed: list[str]) -> None:
-    from teparity.inrank.models import plain_mlp
+_KEEPS = "GeluKeepingForwardTerms"
 
+
+@pytest.mark.parametrize(("thunder", "compile_path", "activation", "recomputed", "checkpointed"), [
+    ("0.2.6", "thunderfx", "gelu", 2, ["Linear", "GELU", "Linear", "GELU"]),
+    ("0.2.5.dev20250706", "jit", "gelu", 2, ["Linear", "GELU", "Linear", _KEEPS]),
+    ("0.2.6", "jit", None, 1, ["Linear"]),
+    ("0.2.5.dev20250629", "jit", "gelu", 2, ["Linear", _KEEPS, "Linear", _KEEPS]),
+    ("0.2.4", "thunderfx", "gelu", 2, ["Linear", _KEEPS, "Linear", _KEEPS]),
+])
+def test_the_recomputed_region_is_what_the_compile_path_recomputes(monkeypatch: pytest.MonkeyPatch, thunder: str,
+                                                                   compile_path: str, activation: str | None,
+                                                                   recomputed: int, checkpointed: list[str]) -> None:
+    """thunder.jit keeps the region's last GELU's forward terms, thunderfx recomputes every GELU; before
+    ``since.GELU_RECOMPUTED_SINCE`` both keep every region GELU's (seen in the backward traces: docs/results/cpu-gelu-remat)."""
+    from teparity.inrank.models import plain_mlp
+    from teparity.stack import versions
+
+    monkeypatch.setattr(versions, "installed_version", lambda name: thunder)
     monkeypatch.setattr(defect_models, "te_twin", copy.deepcopy)  # CPU: the layers as torch modules
     plain = plain_mlp((48, 64, 32, 16), seed=0, device="cpu", dtype=torch.float32, bias=False, activation=activation)
     model = defect_models.eager_model(defect_models.RECOMPUTED_UNDER_FP8, plain, executor="legacy",
                                       compile_path=compile_path, recomputed=recomputed)
     assert [type(layer).__name__ for layer in model._checkpointed] == checkpointed
+    assert all(gelu.recomputed_by_forward_cdf == (thunder < "0.2.5.dev20250706") for gelu in model._gelus)
 
 
 class _Drifting(torch.nn.Module):
@@ -198,6 +209,41 @@ def test_the_jit_gelu_takes_its_cdf_and_density_from_the_forward_and_z_from_the_
     z_f, z_r = x.detach() + 1, x.detach() + 2
     normal = torch.distributions.Normal(0.0, 1.0)
     expected = normal.cdf(z_f) + z_r * normal.log_prob(z_f).exp()
+    torch.testing.assert_close(x.grad, expected)
+
+
+class _Squared(torch.nn.Module):
+    """``x * x``: its backward takes the input it saw, which in a recomputation is the recomputed one."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * x
+
+
+def test_before_the_gelu_remat_change_a_recomputed_gelu_is_the_recomputed_input_times_the_forward_cdf() -> None:
+    """thunder before 0.2.5.dev20250706 recomputes a region GELU as ``z_r * Phi(z_f)`` (its forward cdf saved), so the
+    next layer's backward sees that; the GELU's own backward is the kept-terms one. ``gelu(z_r)`` there fails."""
+    import contextlib
+
+    import torch.utils.checkpoint
+
+    x = torch.linspace(-2.0, 1.0, 7, dtype=torch.float64, requires_grad=True)
+    gelu = defect_models.GeluKeepingForwardTerms(recomputed_by_forward_cdf=True)
+    region = torch.nn.Sequential(_Drifting(), gelu, _Squared())
+
+    @contextlib.contextmanager
+    def recomputing() -> Any:
+        gelu.recomputing = True
+        try:
+            yield
+        finally:
+            gelu.recomputing = False
+
+    torch.utils.checkpoint.checkpoint(region, x, use_reentrant=False,
+                                      context_fn=lambda: (contextlib.nullcontext(), recomputing())).backward(torch.ones_like(x))
+    z_f, z_r = x.detach() + 1, x.detach() + 2
+    normal = torch.distributions.Normal(0.0, 1.0)
+    y_r = z_r * normal.cdf(z_f)
+    expected = 2 * y_r * (normal.cdf(z_f) + z_r * normal.log_prob(z_f).exp())
     torch.testing.assert_close(x.grad, expected)
 
 
@@ -286,3 +332,26 @@ def test_a_thunder_side_raise_is_judged_by_the_registry_not_against_a_model() ->
     with pytest.raises(AssertionError, match="thunder vs eager TE differs"):
         pairs.judge(raised, verdict)
     assert ran == [SPEC.model]
+
+
+def test_the_no_sync_stash_model_accumulates_each_linears_input_grad_as_its_weight_grad() -> None:
+    """In a micro-batch without the reduction, a linear whose input requires grad gains that input's gradient where its
+    weight's belongs (thunder's FSDP stash before 0.2.4.dev20250608 with the functional executor); the first linear,
+    whose input needs none, and every reduced micro-batch accumulate their own."""
+    torch.manual_seed(0)
+    plain = torch.nn.Sequential(torch.nn.Linear(3, 6, dtype=torch.float64), torch.nn.Linear(6, 4, dtype=torch.float64))
+    reference = copy.deepcopy(plain)
+    stash = defect_models.InputGradAsWeightGrad(plain)
+    own: list[dict[str, torch.Tensor]] = []  # each micro-batch's true gradients, and linear 1's input gradient
+    for micro in range(2):
+        x, g = torch.randn(4, 3, dtype=torch.float64), torch.randn(4, 4, dtype=torch.float64)
+        stash.choose(synced=micro == 1)
+        plain(x).backward(g)
+        reference.zero_grad(set_to_none=True)
+        hidden = reference[0](x)
+        hidden.retain_grad()
+        reference[1](hidden).backward(g)
+        own.append({**{n: p.grad.clone() for n, p in reference.named_parameters()}, "input of 1": hidden.grad})
+    torch.testing.assert_close(plain[0].weight.grad, own[0]["0.weight"] + own[1]["0.weight"])
+    torch.testing.assert_close(plain[1].weight.grad, own[0]["input of 1"] + own[1]["1.weight"])
+    torch.testing.assert_close(plain[1].bias.grad, own[0]["1.bias"] + own[1]["1.bias"])

@@ -182,6 +182,16 @@ SIGNATURES: dict[str, tuple[BaseException, Environment, list[tuple[str, BaseExce
             ("one micro-batch", _parted(micro_batches=1, cache_entries={0: {"c": 1}}), _env()),
         ],
     ),
+    "fsdp-no-sync-stashes-input-grad-as-weight-grad": (
+        _parted(first_difference=(0, None)),
+        _env(),
+        [
+            ("first difference in step 1", _parted(first_difference=(1, None)), _env()),
+            ("a case raised", _parted(case_errors=[{"case": FP32_BIAS, "side": "thunder", "error": "boom"}]), _env()),
+            ("one micro-batch", _parted(micro_batches=1, first_difference=(0, None)), _env()),
+            ("nothing differs", _parted(numeric_differences=0, first_difference=None), _env()),
+        ],
+    ),
     "functional-fp32-bias-in-fp8-gemm": (
         _gemm(),
         _env(),

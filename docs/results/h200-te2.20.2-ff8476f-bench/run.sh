@@ -5,7 +5,7 @@
 # after run (its standby ranks warming again while the next run starts); the checks the gate had at ce65f32 fresh,
 # forked and served in one bench; the current thunder's whole gate served, up to the call's limit. Run from the repository root on the device
 # with $OUT and TEPARITY_COMMIT set; everything goes to $OUT/out.tgz, packed after each step.
-source docs/plans/h200-te2.20.2-fourteenth/common.sh
+source docs/results/h200-te2.20.2-ff8476f-bench/common.sh   # the copy beside this script
 keep() { cat /tmp/sum/*.txt > $OUT/summary.txt
   (cd /tmp && tar czf $OUT/out.tgz sum vmstat.txt $(find bench-* repeat-026 -maxdepth 1 -name "*.json" -o -maxdepth 1 -name "*.log" 2>/dev/null) \
      $(find bench-* repeat-026 -path "*forkserver*" -name "*.log" 2>/dev/null) 2>/dev/null); }

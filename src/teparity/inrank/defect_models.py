@@ -14,7 +14,7 @@ import copy
 import functools
 import math
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -137,6 +137,38 @@ class FreshStatePerRecipeObject(_Twins):
         self._recipe = recipe
 
 
+class InputGradAsWeightGrad:
+    """In a micro-batch without the gradient reduction, each linear whose input requires grad accumulates that input's
+    gradient where its weight's belongs: thunder's FSDP no-sync stash (``stash_unsharded_grads_and_return_none_as_grads``,
+    before 0.2.4.dev20250608) stashes the first output of the symbol that produced each weight's gradient, and the
+    functional executor's is its backward FP8 update, whose outputs are (input grad, weight grad). Hooks on a module's
+    linears: ``choose`` before each forward says whether the micro-batch reduces."""
+
+    def __init__(self, module: torch.nn.Module) -> None:
+        self._unsynced = False
+        self._weight_hooks: list[Any] = []
+        for linear in module.modules():
+            if hasattr(linear, "in_features"):
+                linear.register_forward_hook(self._stash_input_grad)
+
+    def choose(self, synced: bool) -> None:
+        for hook in self._weight_hooks:
+            hook.remove()
+        self._weight_hooks, self._unsynced = [], not synced
+
+    def _stash_input_grad(self, linear: torch.nn.Module, args: tuple[Any, ...], output: Any) -> None:
+        x, weight = args[0], linear.weight
+        if not (self._unsynced and x.requires_grad):
+            return
+        self._weight_hooks.append(weight.register_hook(torch.zeros_like))  # the weight's own gradient: dropped
+
+        def accumulate(grad: torch.Tensor) -> None:
+            with torch.no_grad():
+                weight.grad = grad.detach().clone() if weight.grad is None else weight.grad + grad
+
+        x.register_hook(accumulate)
+
+
 class Bf16Copies(_Model):
     """fp32 parameters that train, and TE quantizing bfloat16 copies of them and of the input: thunder's autocast
     casts a linear's input, weight and bias to bfloat16 before TE takes it, where eager TE quantizes the fp32
@@ -174,11 +206,13 @@ class RecomputedUnderFp8(_Model):
     amaxes again after the step's forward update and quantizes with the state as it then is, and no forward update
     follows (thunder's backward program runs in fp8_autocast with grad disabled, so its exit updates nothing).
 
-    Where every region linear is recomputed, so is the region's trailing activation; ``jit_remat``: thunder.jit's
-    rematerialization keeps part of that GELU's backward from the forward (``GeluKeepingForwardTerms``), where
-    thunderfx recomputes all of it."""
+    Where every region linear is recomputed, so are the region's GELUs, in one of thunder's ``GELU_REMAT`` forms (see
+    ``GeluKeepingForwardTerms``): ``"last-keeps-forward"`` (thunder.jit from 0.2.5.dev20250706: the region's last GELU
+    keeps part of its backward from the forward), ``"recomputed"`` (thunderfx from that build: all of it recomputed),
+    ``"all-keep-forward"`` (both before it: every region GELU keeps its forward terms, and is recomputed as the
+    recomputed input times the forward's cdf)."""
 
-    def __init__(self, plain: torch.nn.Module, recomputed: int, group: Any, *, jit_remat: bool) -> None:
+    def __init__(self, plain: torch.nn.Module, recomputed: int, group: Any, *, gelus: GeluRemat) -> None:
         super().__init__()
         self.twin = te_twin(plain)
         layers = list(self.twin)
@@ -186,8 +220,12 @@ class RecomputedUnderFp8(_Model):
         region_linears = linear_at[:-1]
         recomputed = min(recomputed, len(region_linears))
         end = len(layers) - 1 if recomputed == len(region_linears) else (region_linears[recomputed - 1] + 1 if recomputed else 0)
-        if jit_remat and end == len(layers) - 1 and isinstance(layers[end - 1], torch.nn.GELU):
-            layers[end - 1] = GeluKeepingForwardTerms()
+        if end == len(layers) - 1:
+            gelu_at = [i for i in range(end) if isinstance(layers[i], torch.nn.GELU)]
+            kept = {"last-keeps-forward": [i for i in gelu_at if i == end - 1], "recomputed": [], "all-keep-forward": gelu_at}[gelus]
+            for i in kept:
+                layers[i] = GeluKeepingForwardTerms(recomputed_by_forward_cdf=gelus == "all-keep-forward")
+        self._gelus = [layer for layer in layers[:end] if isinstance(layer, GeluKeepingForwardTerms)]
         self._checkpointed, self._rest = layers[:end], layers[end:]
         self._group, self._recipe = group, None
 
@@ -208,38 +246,69 @@ class RecomputedUnderFp8(_Model):
         return x
 
     def _contexts(self) -> tuple[Any, Any]:
-        return contextlib.nullcontext(), _fp8_without_forward_update(self._recipe, self._group)
+        return contextlib.nullcontext(), self._recomputing()
+
+    @contextlib.contextmanager
+    def _recomputing(self) -> Iterator[None]:
+        with _fp8_without_forward_update(self._recipe, self._group):
+            for gelu in self._gelus:
+                gelu.recomputing = True
+            try:
+                yield
+            finally:
+                for gelu in self._gelus:
+                    gelu.recomputing = False
 
     def state_module(self) -> torch.nn.Module:
         return self.twin
 
 
 class _GeluKeepingForwardTerms(torch.autograd.Function):
-    """GELU whose backward is thunder.jit's for a rematerialized GELU: ``g * (Phi(z_f) + z_r * phi(z_f))``, with
+    """GELU whose backward is thunder's for a rematerialized GELU: ``g * (Phi(z_f) + z_r * phi(z_f))``, with
     ``Phi`` and ``phi`` of the forward's input ``z_f`` (saved by the forward trace) and ``z`` of the input recomputed in
     the backward ``z_r`` (docs/results/h200-te2.9.0-b23f62b/jit-checkpointing/diag-traces.txt: t153, t176, bw_t74).
-    Under non-reentrant checkpointing the saved tensor is the recomputed input; the attribute keeps the forward's."""
+    Under non-reentrant checkpointing the saved tensor is the recomputed input; the attribute keeps the forward's.
+    With ``forward_input`` given (a recomputation), the output is ``x * Phi(forward_input)``, as thunder before
+    0.2.5.dev20250706 recomputes it."""
 
     @staticmethod
-    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+    def forward(ctx: Any, x: torch.Tensor, forward_input: torch.Tensor | None) -> torch.Tensor:
         ctx.forward_input = x.detach()
         ctx.save_for_backward(x)
-        return torch.nn.functional.gelu(x)
+        return torch.nn.functional.gelu(x) if forward_input is None else torch.mul(x, _thunder_gelu_cdf(forward_input))
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         (recomputed,) = ctx.saved_tensors
         scaled = ctx.forward_input / math.sqrt(2)
         cdf = 0.5 + 0.5 * torch.erf(scaled)
         density = (2 / math.sqrt(math.pi)) * torch.exp(-scaled.pow(2))
-        return cdf * grad + density * (0.5 * (recomputed * grad)) / math.sqrt(2)
+        return cdf * grad + density * (0.5 * (recomputed * grad)) / math.sqrt(2), None
+
+
+def _thunder_gelu_cdf(a: torch.Tensor) -> torch.Tensor:
+    """``Phi(a)`` in the primitives of thunder's gelu decomposition (``thunder.torch.gelu``), in its order."""
+    return torch.add(0.5, torch.mul(0.5, torch.erf(torch.true_divide(a, 1.4142135623730951))))
 
 
 class GeluKeepingForwardTerms(torch.nn.Module):
-    """``torch.nn.GELU`` with thunder.jit's rematerialized backward (``_GeluKeepingForwardTerms``)."""
+    """``torch.nn.GELU`` with thunder's rematerialized backward (``_GeluKeepingForwardTerms``). With
+    ``recomputed_by_forward_cdf``, its recomputation (``recomputing``, set by ``RecomputedUnderFp8``) returns the
+    recomputed input times the forward's cdf: thunder before 0.2.5.dev20250706 saves ``Phi(z_f)`` and recomputes
+    ``z_r * Phi(z_f)`` (read on the CPU in the backward traces of 0.2.4 .. 0.2.5.dev20250629, jit and thunderfx)."""
+
+    def __init__(self, recomputed_by_forward_cdf: bool = False) -> None:
+        super().__init__()
+        self.recomputed_by_forward_cdf = recomputed_by_forward_cdf
+        self.recomputing = False
+        self._forward_input: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return _GeluKeepingForwardTerms.apply(x)
+        if not self.recomputing:
+            self._forward_input = x.detach()
+            return _GeluKeepingForwardTerms.apply(x, None)
+        kept = self._forward_input if self.recomputed_by_forward_cdf else None
+        return _GeluKeepingForwardTerms.apply(x, kept)
 
 
 @contextlib.contextmanager
@@ -291,6 +360,19 @@ def _thunders_activations(plain: torch.nn.Module) -> None:
         plain.silu = thunder_silu
 
 
+GeluRemat = Literal["last-keeps-forward", "recomputed", "all-keep-forward"]
+
+
+def gelu_remat(compile_path: str) -> GeluRemat:
+    """How the installed thunder recomputes a checkpointed region's GELUs (``RecomputedUnderFp8``)."""
+    from teparity.stack import since
+    from teparity.stack.versions import installed_version
+
+    if not since.reached(installed_version("lightning-thunder"), since.GELU_RECOMPUTED_SINCE):
+        return "all-keep-forward"
+    return "last-keeps-forward" if compile_path == "jit" else "recomputed"
+
+
 def eager_model(name: str, plain: torch.nn.Module, *, executor: str, compile_path: str = "jit", recomputed: int = 0,
                 group: Any = None) -> _Model:
     """The eager model ``name`` (``teparity.records.EAGER_MODELS``) of ``plain``, for thunder with ``executor`` compiled
@@ -305,5 +387,5 @@ def eager_model(name: str, plain: torch.nn.Module, *, executor: str, compile_pat
     if name == BF16_COPIES:
         return Bf16Copies(plain)
     if name == RECOMPUTED_UNDER_FP8:
-        return RecomputedUnderFp8(plain, recomputed, group, jit_remat=compile_path == "jit")
+        return RecomputedUnderFp8(plain, recomputed, group, gelus=gelu_remat(compile_path))
     raise ValueError(f"no eager model named {name!r}")

@@ -89,6 +89,8 @@ def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -
         model, parameters, full, sync, finish = _eager_reference(module, spec)
         if spec.model is not None:
             choose, state_module, parameters = module.choose, module.state_module, dict(module.trained().named_parameters())
+        if spec.input_grad_as_weight_grad:
+            choose = _stashing_input_grads(module, choose)
         autocast = lambda: te_autocast(recipe, group)  # noqa: E731
     else:
         model, parameters, full, sync, finish = _thunder_fsdp(plain, spec, info, recipe, device)
@@ -130,6 +132,19 @@ def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
     run.sync_mode = syncs.mode
+
+
+def _stashing_input_grads(module: Any, choose: Callable[[Any, bool], None]) -> Callable[[Any, bool], None]:
+    """``choose`` that also tells ``defect_models.InputGradAsWeightGrad`` over ``module`` whether the micro-batch reduces."""
+    from teparity.inrank.defect_models import InputGradAsWeightGrad
+
+    stash = InputGradAsWeightGrad(module)
+
+    def both(recipe: Any, synced: bool) -> None:
+        stash.choose(synced)
+        choose(recipe, synced)
+
+    return both
 
 
 Program = tuple[Any, dict[str, Any], Callable[[str, Any], Any], Callable[[bool], Any], Callable[[], None]]

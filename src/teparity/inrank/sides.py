@@ -174,6 +174,9 @@ def _eager_program(plain: Any, spec: PairSpec, group: Any, case: Case) -> _Progr
     """Eager TE (or a defect model of it: ``eager_module``), under torch DDP where the spec asks."""
     import torch
 
+    if spec.input_grad_as_weight_grad:
+        raise NotImplementedError("the no-sync stash of input gradients is a defect of thunder's FSDP: its model runs "
+                                  "on the fsdp tier's eager side (teparity.inrank.fsdp_sides)")
     module = eager_module(plain, spec, group, case)
     model: Any = module
     if spec.ddp:

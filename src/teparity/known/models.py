@@ -34,9 +34,14 @@ QUANTIZED_BF16_COPIES = DefectModel(
 RECOMPUTE_RECORDS_AMAXES = DefectModel(
     "eager TE with the linears thunder recomputes under torch.utils.checkpoint, recomputed in the backward under FP8 "
     "autocast with no forward update at its exit (thunder.jit's backward takes the region's last GELU's cdf and "
-    "density at the forward's input; thunderfx recomputes all of it)", (("model", RECOMPUTED_UNDER_FP8),),
+    "density at the forward's input; thunderfx recomputes all of it; before 0.2.5.dev20250706 both keep every region "
+    "GELU's and recompute it as the recomputed input times the forward's cdf)", (("model", RECOMPUTED_UNDER_FP8),),
 )
 SAVED_NOT_RECOMPUTED = DefectModel(
     "eager TE without checkpointing (thunder saves the checkpointed TE linears' outputs): the numbers of the true "
     "reference, the recomputation invariant waived", (), waived=("recomputed-te-linears",),
+)
+INPUT_GRAD_STASHED = DefectModel(
+    "eager TE whose linears, in a micro-batch without the gradient reduction, accumulate their input's gradient in "
+    "place of their weight's, where the input requires grad", (("input_grad_as_weight_grad", True),),
 )

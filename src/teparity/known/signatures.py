@@ -49,6 +49,11 @@ def _fp8_state_per_cache_entry(evidence: PartedFromEagerEvidence, env: Environme
     )
 
 
+def _parted_from_step_zero_of_micro_batches(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
+    first = evidence["first_difference"]
+    return (evidence["micro_batches"] > 1 and not evidence["case_errors"] and evidence["numeric_differences"] > 0
+            and first is not None and first[0] == 0)
+
 
 _NO_FP32_BIAS_ALGO = "Unable to find suitable cuBLAS GEMM algorithm"
 
@@ -305,6 +310,12 @@ FP8_STATE_PER_CACHE_ENTRY = Signature(
     "no case raised, thunder compiled two cache entries (the no-sync one and the synced one) on every rank, step 0's "
         "micro-batch 0 matches and the first difference is a later micro-batch of step 0, and thunder's "
         "step-0 amax history records fewer forward passes than eager TE's",
+)
+PARTED_FROM_STEP_ZERO_OF_MICRO_BATCHES = Signature(
+    PartedFromEager,
+    _parted_from_step_zero_of_micro_batches,
+    "no case raised, each step runs several micro-batches, and the first difference is in step 0 (the gradients "
+    "that the no-sync micro-batches accumulate)",
 )
 FP32_BIAS_GEMM = Signature(
     PartedFromEager,

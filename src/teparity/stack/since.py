@@ -31,6 +31,11 @@ BACKWARD_SYNC_ADDED = "2024-05-13, thunder PR #379"
 #: The first build with a gradient rule for SiLU (thunder PR #2624, read in the wheels: not in 0.2.6.dev20251012); before
 #: it thunder differentiates ``a * reciprocal(1 + exp(-a))`` op by op, a few float32 ulps from torch's silu kernels.
 SILU_GRAD_RULE_SINCE = Version("0.2.6.dev20251019")
+#: The first build whose rematerialization recomputes a checkpointed region's GELUs from the recomputed input (jit: all
+#: but the last's forward terms; thunderfx: all of it). Before it, jit and thunderfx keep every region GELU's cdf from
+#: the forward and recompute its output as ``z_r * Phi(z_f)`` (read on the CPU in the backward traces: 0.2.4 ..
+#: 0.2.5.dev20250629 keep, 0.2.5.dev20250706 .. 0.2.6 recompute; docs/results/cpu-gelu-remat).
+GELU_RECOMPUTED_SINCE = Version("0.2.5.dev20250706")
 #: ``Float8CurrentScaling``'s first TransformerEngine release.
 CURRENT_SCALING_TE_SINCE = Version("2.2")
 #: FP8 GEMMs need compute capability 8.9 (Ada) or newer.
