@@ -5,71 +5,82 @@ and a column of the compatibility matrix (``GROUPS``)."""
 
 from __future__ import annotations
 
+import dataclasses
+
+#: The compatibility matrix's shared columns, in their order (a check not in one has a column of its own, after them).
+COLUMNS = ("backward sync", "TE claims", "trace invariants", "numerics", "fp32 + bias", "ddp", "grad accumulation",
+           "fp8 groups", "ddp transform")
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """A check and what the registry and the matrix need to know of it, said where it is defined."""
+
+    name: str
+    #: Its tests run TE linears (an FP8 GPU's; the registry's "executor loses TE" entries cover it).
+    runs_te: bool = False
+    #: Its column of the compatibility matrix (one of ``COLUMNS``); None: a column of its own.
+    column: str | None = None
+    #: It trains the llama block (what thunder does to its attention and fusions, it does in each of them).
+    llama: bool = False
+
+
+#: Every check by name, in the order the tiers run them.
+REGISTRY: dict[str, Check] = {}
+
+
+def _check(name: str, **properties: object) -> str:
+    check = Check(name, **properties)  # type: ignore[arg-type]
+    if check.column is not None and check.column not in COLUMNS:
+        raise ValueError(f"check {name}: column {check.column!r} is not one of {COLUMNS}")
+    REGISTRY[name] = check
+    return name
+
+
 # -- trace tier: the legacy executor's backward FP8 sync, thunder's DDP and FSDP transforms ---------------
-BWD_SYNC_PLACEMENT = "bwd-sync-placement"
-BWD_SYNC_RUNS_ONCE = "bwd-sync-runs-once"
-FWD_HAS_NO_SYNC = "fwd-has-no-sync"
-TE_CLAIMS_EVERY_LINEAR = "te-claims-every-linear"
-TE_TRACE_INVARIANTS = "te-trace-invariants"
-DDP_TRANSFORM = "ddp-transform-matches-torch-ddp"
-FSDP_TRANSFORM = "fsdp-transform-matches-torch-fsdp"
+BWD_SYNC_PLACEMENT = _check("bwd-sync-placement", column="backward sync")
+BWD_SYNC_RUNS_ONCE = _check("bwd-sync-runs-once", column="backward sync")
+FWD_HAS_NO_SYNC = _check("fwd-has-no-sync", column="backward sync")
+TE_CLAIMS_EVERY_LINEAR = _check("te-claims-every-linear", runs_te=True, column="TE claims")
+TE_TRACE_INVARIANTS = _check("te-trace-invariants", runs_te=True, column="trace invariants")
+DDP_TRANSFORM = _check("ddp-transform-matches-torch-ddp", column="ddp transform")
+FSDP_TRANSFORM = _check("fsdp-transform-matches-torch-fsdp")
 # -- numerics tier -----------------------------------------------------------------------------------------
-NUMERICS = "numerics"
-NUMERICS_FP32_BIAS = "numerics-fp32-bias"
+NUMERICS = _check("numerics", runs_te=True, column="numerics")
+NUMERICS_FP32_BIAS = _check("numerics-fp32-bias", runs_te=True, column="fp32 + bias")
 # -- features tier -----------------------------------------------------------------------------------------
-ACTIVATION_CHECKPOINTING = "activation-checkpointing"
-THUNDERFX = "thunderfx"
-RECIPE_CHANGE = "recipe-change"
-INFERENCE = "inference"
-TORCH_AUTOCAST = "torch-autocast"
-LLAMA_BLOCK = "llama-block"
+ACTIVATION_CHECKPOINTING = _check("activation-checkpointing", runs_te=True)
+THUNDERFX = _check("thunderfx", runs_te=True)
+RECIPE_CHANGE = _check("recipe-change", runs_te=True)
+INFERENCE = _check("inference", runs_te=True)
+TORCH_AUTOCAST = _check("torch-autocast", runs_te=True)
+LLAMA_BLOCK = _check("llama-block", runs_te=True, llama=True)
 # -- ddp tier ----------------------------------------------------------------------------------------------
-DDP = "ddp"
-DDP_FIRST_STEP = "ddp-first-step"
-DDP_GRAD_ACCUMULATION = "ddp-grad-accumulation"
-DDP_FP8_GROUP_PER_RANK = "ddp-fp8-group-per-rank"
-DDP_FP8_GROUP_SUBGROUPS_OF_2 = "ddp-fp8-group-subgroups-of-2"
-DDP_LLAMA = "ddp-llama"
-DDP_LLAMA_GRAD_ACCUMULATION = "ddp-llama-grad-accumulation"
+DDP = _check("ddp", runs_te=True, column="ddp")
+DDP_FIRST_STEP = _check("ddp-first-step", runs_te=True, column="ddp")
+DDP_GRAD_ACCUMULATION = _check("ddp-grad-accumulation", runs_te=True, column="grad accumulation")
+DDP_FP8_GROUP_PER_RANK = _check("ddp-fp8-group-per-rank", runs_te=True, column="fp8 groups")
+DDP_FP8_GROUP_SUBGROUPS_OF_2 = _check("ddp-fp8-group-subgroups-of-2", runs_te=True, column="fp8 groups")
+DDP_LLAMA = _check("ddp-llama", runs_te=True, llama=True)
+DDP_LLAMA_GRAD_ACCUMULATION = _check("ddp-llama-grad-accumulation", runs_te=True, llama=True)
 # -- fsdp tier ---------------------------------------------------------------------------------------------
-FSDP = "fsdp"
-FSDP_LLAMA = "fsdp-llama"
-FSDP_GRAD_ACCUMULATION = "fsdp-grad-accumulation"
+FSDP = _check("fsdp", runs_te=True)
+FSDP_LLAMA = _check("fsdp-llama", runs_te=True, llama=True)
+FSDP_GRAD_ACCUMULATION = _check("fsdp-grad-accumulation", runs_te=True)
 
 #: Every check, in the order the tiers run them.
-ALL = (
-    BWD_SYNC_PLACEMENT, BWD_SYNC_RUNS_ONCE, FWD_HAS_NO_SYNC, TE_CLAIMS_EVERY_LINEAR, TE_TRACE_INVARIANTS, DDP_TRANSFORM,
-    FSDP_TRANSFORM, NUMERICS, NUMERICS_FP32_BIAS, ACTIVATION_CHECKPOINTING, THUNDERFX, RECIPE_CHANGE, INFERENCE,
-    TORCH_AUTOCAST, LLAMA_BLOCK, DDP, DDP_FIRST_STEP, DDP_GRAD_ACCUMULATION, DDP_FP8_GROUP_PER_RANK,
-    DDP_FP8_GROUP_SUBGROUPS_OF_2, DDP_LLAMA, DDP_LLAMA_GRAD_ACCUMULATION, FSDP, FSDP_LLAMA, FSDP_GRAD_ACCUMULATION,
-)
+ALL = tuple(REGISTRY)
 #: The checks that run the legacy executor's TE linears where TE is installed (the legacy sync scenarios).
 LEGACY_SYNC = (BWD_SYNC_PLACEMENT, BWD_SYNC_RUNS_ONCE, FWD_HAS_NO_SYNC)
 #: Every check that needs TE to run a linear.
-TE_RUNS = (
-    TE_CLAIMS_EVERY_LINEAR, TE_TRACE_INVARIANTS, NUMERICS, NUMERICS_FP32_BIAS, DDP, DDP_FIRST_STEP, DDP_GRAD_ACCUMULATION,
-    DDP_FP8_GROUP_PER_RANK, DDP_FP8_GROUP_SUBGROUPS_OF_2, DDP_LLAMA, DDP_LLAMA_GRAD_ACCUMULATION, ACTIVATION_CHECKPOINTING,
-    THUNDERFX, RECIPE_CHANGE, INFERENCE, TORCH_AUTOCAST, LLAMA_BLOCK, FSDP, FSDP_LLAMA, FSDP_GRAD_ACCUMULATION,
-)
-FP8_GROUPS = (DDP_FP8_GROUP_PER_RANK, DDP_FP8_GROUP_SUBGROUPS_OF_2)
-#: Every check that trains the llama block (what thunder does to its attention and fusions, it does in each of them).
-LLAMA_RUNS = (LLAMA_BLOCK, DDP_LLAMA, DDP_LLAMA_GRAD_ACCUMULATION, FSDP_LLAMA)
-#: The compatibility matrix's column of a check (the checks not named here have a column of their own).
-GROUPS: dict[str, str] = {
-    BWD_SYNC_PLACEMENT: "backward sync",
-    BWD_SYNC_RUNS_ONCE: "backward sync",
-    FWD_HAS_NO_SYNC: "backward sync",
-    TE_CLAIMS_EVERY_LINEAR: "TE claims",
-    TE_TRACE_INVARIANTS: "trace invariants",
-    NUMERICS: "numerics",
-    NUMERICS_FP32_BIAS: "fp32 + bias",
-    DDP_FIRST_STEP: "ddp",
-    DDP: "ddp",
-    DDP_GRAD_ACCUMULATION: "grad accumulation",
-    DDP_FP8_GROUP_PER_RANK: "fp8 groups",
-    DDP_FP8_GROUP_SUBGROUPS_OF_2: "fp8 groups",
-    DDP_TRANSFORM: "ddp transform",
-}
+TE_RUNS = tuple(name for name, check in REGISTRY.items() if check.runs_te)
+FP8_GROUPS = tuple(name for name, check in REGISTRY.items() if check.column == "fp8 groups")
+#: Every check that trains the llama block.
+LLAMA_RUNS = tuple(name for name, check in REGISTRY.items() if check.llama)
+#: The compatibility matrix's column of a check, in ``COLUMNS`` order (the checks not named here have a column of their
+#: own).
+GROUPS: dict[str, str] = dict(sorted(((name, check.column) for name, check in REGISTRY.items() if check.column),
+                                     key=lambda pair: COLUMNS.index(pair[1])))
 
 
 def row(check: str, parameters: str | None = None) -> str:

@@ -7,20 +7,24 @@ from __future__ import annotations
 
 import pytest
 
-from teparity import checks
-from teparity.gate.pairs import Pairs
-from teparity.judge.compare import Comparison, compare_across_ranks
-from teparity.judge.failures import ReducedOutsideTheGroup
-from teparity.judge.parity import (
+from teparity.testing import (
     assert_te_as_the_reference,
+    Case,
+    checks,
+    compare_across_ranks,
     compare_sides,
+    Comparison,
     compiled_entries,
+    fp8_groups,
     fused_update_deviation,
     left_out,
+    Pair,
+    Pairs,
+    PairSpec,
+    ReducedOutsideTheGroup,
     steps_compared_with_eager,
     sync_counts,
 )
-from teparity.records import Case, Pair, PairSpec, fp8_groups
 
 pytestmark = [pytest.mark.fp8, pytest.mark.multirank]
 EXECUTORS = ["legacy", "functional"]

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from teparity import checks
-from teparity.gate.pairs import Pairs
-from teparity.judge.parity import fused_update_deviation
-from teparity.records import Case, PairSpec
+from teparity.testing import Case, checks, fused_update_deviation, Pairs, PairSpec
 
 pytestmark = pytest.mark.fp8
 EXECUTORS = ["legacy", "functional"]

@@ -16,13 +16,20 @@ from typing import Any
 
 import pytest
 
-from teparity import checks
-from teparity.gate.pairs import Pairs
-from teparity.judge.compare import Comparison
-from teparity.judge.fsdp_order import order_differences, placement
-from teparity.judge.parity import fused_update_deviation, steps_compared_with_eager, sync_counts
-from teparity.records import Case, Pair, PairSpec
-from teparity.stack import reasons
+from teparity.testing import (
+    Case,
+    checks,
+    Comparison,
+    fused_update_deviation,
+    order_differences,
+    Pair,
+    Pairs,
+    PairSpec,
+    placement,
+    reasons,
+    steps_compared_with_eager,
+    sync_counts,
+)
 
 pytestmark = [pytest.mark.fp8, pytest.mark.multirank]
 EXECUTORS = ["legacy", "functional"]

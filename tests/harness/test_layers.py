@@ -20,7 +20,7 @@ LAYERS = (
     ("teparity.judge", "teparity.inrank"),
     ("teparity.known",),
     ("teparity.gate",),
-    ("teparity.plugin", "teparity.tools"),
+    ("teparity.plugin", "teparity.tools", "teparity.testing"),
     ("teparity.cli", "teparity.__main__"),
 )
 #: What a layer's own modules may not import of each other although they share a floor: the launchers know
@@ -93,3 +93,13 @@ def test_collecting_the_gate_imports_no_torch() -> None:
     done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "torch imported: False" in done.stdout, done.stdout[-2000:]
+
+
+def test_the_tier_tests_import_teparity_from_its_testing_module() -> None:
+    """A test author reads one module, ``teparity.testing``, as numpy's read ``numpy.testing``."""
+    tiers = PACKAGE.parents[1] / "tests"
+    elsewhere = [f"{path.relative_to(tiers)}:{node.lineno} {node.module}" for tier in ("trace", "numerics", "features", "ddp", "fsdp")
+                 for path in sorted((tiers / tier).glob("*.py")) for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("teparity")
+                 and node.module != "teparity.testing"]
+    assert not elsewhere

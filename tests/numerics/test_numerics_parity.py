@@ -8,12 +8,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from teparity import checks
-from teparity.gate.pairs import Pairs
-from teparity.judge.compare import state_is_empty
-from teparity.judge.parity import fused_update_deviation
-from teparity.records import Case, PairSpec
-from teparity.stack import recipes
+from teparity.testing import Case, checks, fused_update_deviation, Pairs, PairSpec, recipes, state_is_empty
 
 pytestmark = pytest.mark.fp8
 

@@ -16,13 +16,17 @@ from typing import Any
 
 import pytest
 
-from teparity import checks
-from teparity.gate.ranks import RankRunner
-from teparity.inrank.scenarios import DdpTransformSpec, ddp_transform_run
-from teparity.judge.compare import Comparison, compare_ddp_runs
-from teparity.judge.failures import raise_if_ranks_raised
-from teparity.judge.tolerances import FP32_AGAINST_TORCH
-from teparity.stack import reasons
+from teparity.testing import (
+    checks,
+    compare_ddp_runs,
+    Comparison,
+    ddp_transform_run,
+    DdpTransformSpec,
+    FP32_AGAINST_TORCH,
+    raise_if_ranks_raised,
+    RankRunner,
+    reasons,
+)
 
 pytestmark = pytest.mark.multirank
 

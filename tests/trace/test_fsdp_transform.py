@@ -18,14 +18,18 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
-from teparity import checks
-from teparity.gate.ranks import RankRunner
-from teparity.inrank.fsdp_transform import FsdpTransformSpec, fsdp_transform_run
-from teparity.judge.compare import Comparison, compare_ddp_runs
-from teparity.judge.failures import raise_if_ranks_raised
-from teparity.judge.tolerances import FP32_AGAINST_TORCH
-from teparity.records import DdpTransformRun
-from teparity.stack import reasons
+from teparity.testing import (
+    checks,
+    compare_ddp_runs,
+    Comparison,
+    DdpTransformRun,
+    FP32_AGAINST_TORCH,
+    fsdp_transform_run,
+    FsdpTransformSpec,
+    raise_if_ranks_raised,
+    RankRunner,
+    reasons,
+)
 
 pytestmark = [pytest.mark.multirank]
 

@@ -12,11 +12,18 @@ from typing import Any
 
 import pytest
 
-from teparity import checks
-from teparity.inrank.scenarios import LegacySyncRun, LegacySyncSpec, legacy_sync_run
-from teparity.judge.failures import SilentFallback, SyncCountWrong
-from teparity.judge.traces import assert_no_violations, check_backward_sync, check_no_forward_sync
-from teparity.stack import reasons
+from teparity.testing import (
+    assert_no_violations,
+    check_backward_sync,
+    check_no_forward_sync,
+    checks,
+    legacy_sync_run,
+    LegacySyncRun,
+    LegacySyncSpec,
+    reasons,
+    SilentFallback,
+    SyncCountWrong,
+)
 
 pytestmark = [pytest.mark.legacy_sync, pytest.mark.parametrize("executor", ["legacy"])]
 STEPS = 3

@@ -13,13 +13,18 @@ from typing import Any
 
 import pytest
 
-from teparity import checks
-from teparity.gate.ranks import RankRunner
-from teparity.inrank.sides import run_thunder
-from teparity.judge.parity import assert_te_claimed, raise_if_thunder_raised, trace_violations
-from teparity.judge.traces import assert_no_violations
-from teparity.records import Case, PairSpec
-from teparity.stack import reasons
+from teparity.testing import (
+    assert_no_violations,
+    assert_te_claimed,
+    Case,
+    checks,
+    PairSpec,
+    raise_if_thunder_raised,
+    RankRunner,
+    reasons,
+    run_thunder,
+    trace_violations,
+)
 
 pytestmark = pytest.mark.fp8
 #: bf16 parameters, three linears, a 3-D input: every executor runs it on TE 2.9 and later.

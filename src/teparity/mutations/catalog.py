@@ -32,8 +32,10 @@ class Mutation:
     #: What the installed stack must have for the mutation to apply (the apply function checks too).
     requires: Requirement
     apply: Callable[[], None]
-    #: The checks that fail under it, in words (the README's table: ``python -m teparity mutations``).
-    killed_by: str = ""
+    #: The report rows that fail under it (``"numerics[delayed]"``, ``"fsdp[*]"`` for every parametrization) and how,
+    #: in words (the README's table: ``python -m teparity mutations``).
+    killed_by: tuple[str, ...] = ()
+    kill_note: str = ""
 
     def unavailable_reason(self, env: Environment) -> str | None:
         """Why this mutation does not apply here, or None."""
@@ -49,49 +51,56 @@ CATALOG: dict[str, Mutation] = {
             "(the bug fixed by thunder PR #591, 2024-06-14)",
             "legacy-sync",
             lambda: legacy.patch_sync_insertion(legacy.place_after_return),
-            killed_by="`bwd-sync-placement[*]`, `bwd-sync-runs-once[*]` (CPU too), `te-trace-invariants`, `ddp-first-step`",
+            killed_by=("bwd-sync-placement[*]", "bwd-sync-runs-once[*]", "te-trace-invariants", "ddp-first-step"),
+            kill_note="the sync checks on the CPU too",
         ),
         Mutation(
             "sync-missing",
             "the backward FP8 sync never inserted: backward amax/scale updates silently stop",
             "legacy-sync",
             lambda: legacy.patch_sync_insertion(legacy.place_nowhere),
-            killed_by="`bwd-sync-placement[*]`, `bwd-sync-runs-once[*]` (CPU too), `numerics[delayed]`",
+            killed_by=("bwd-sync-placement[*]", "bwd-sync-runs-once[*]", "numerics[delayed]"),
+            kill_note="the sync checks on the CPU too",
         ),
         Mutation(
             "sync-duplicated",
             "the backward FP8 sync inserted twice: amax histories roll twice per step",
             "legacy-sync",
             lambda: legacy.patch_sync_insertion(legacy.place_twice),
-            killed_by="`bwd-sync-placement[*]`, `bwd-sync-runs-once[*]` (CPU too)",
+            killed_by=("bwd-sync-placement[*]", "bwd-sync-runs-once[*]"),
+            kill_note="on the CPU too",
         ),
         Mutation(
             "legacy-scale-perturbed",
             f"the legacy executor's forward scales off by a factor {patching.PERTURBATION} after every backward sync",
             "legacy-te",
             legacy.perturb_scale,
-            killed_by="`numerics[delayed]`, `ddp-first-step` (FP8 state, bitwise)",
+            killed_by=("numerics[delayed]", "ddp-first-step"),
+            kill_note="`ddp-first-step`: FP8 state, bitwise",
         ),
         Mutation(
             "functional-scale-perturbed",
             f"the functional executor's scale update off by a factor {patching.PERTURBATION}",
             "functional-te",
             lambda: functional.patch_update(functional.perturbed),
-            killed_by="`ddp-first-step` (FP8 state, bitwise)",
+            killed_by=("ddp-first-step",),
+            kill_note="FP8 state, bitwise",
         ),
         Mutation(
             "functional-amax-update-dropped",
             "the functional executor's per-linear amax/scale update does nothing",
             "functional-te",
             lambda: functional.patch_update(functional.dropped),
-            killed_by="`ddp-first-step` (FP8 state)",
+            killed_by=("ddp-first-step",),
+            kill_note="FP8 state",
         ),
         Mutation(
             "functional-no-cross-rank-reduction",
             "the functional amax update without its cross-rank all-reduce (before thunder PR #2404)",
             "functional-te",
             functional.no_cross_rank_reduction,
-            killed_by="`ddp-first-step` (FP8 state across ranks)",
+            killed_by=("ddp-first-step",),
+            kill_note="FP8 state across ranks",
         ),
         Mutation(
             "fsdp-forward-amax-not-reduced",
@@ -99,21 +108,24 @@ CATALOG: dict[str, Mutation] = {
             "rank's forward scales follow its own inputs",
             "functional-te",
             functional.no_forward_reduction_under_fsdp,
-            killed_by="`fsdp[*]`, `fsdp-llama[*]` (FP8 state across ranks and against the reference)",
+            killed_by=("fsdp[*]", "fsdp-llama[*]"),
+            kill_note="FP8 state across ranks and against the reference",
         ),
         Mutation(
             "no-grad-torch-linear-off",
             f"the linears thunder leaves to torch under torch.no_grad off by a factor {functional.NO_GRAD_OFF}",
             "functional-te",
             functional.thunder_torch_linear_off_under_no_grad,
-            killed_by="`inference[*]` (against its model: every linear in torch)",
+            killed_by=("inference[*]",),
+            kill_note="against its model: every linear in torch",
         ),
         Mutation(
             "recipe-change-state-of-another-history",
             "a recipe change's fresh functional recipe state built with half the recipe's amax history length",
             "functional-te",
             functional.new_recipe_state_of_another_history,
-            killed_by="`recipe-change[*]` (against its model: a fresh state per recipe object)",
+            killed_by=("recipe-change[*]",),
+            kill_note="against its model: a fresh state per recipe object",
         ),
         Mutation(
             "no-sync-weight-grads-scaled",
@@ -121,7 +133,8 @@ CATALOG: dict[str, Mutation] = {
             "that skip the gradient all-reduce",
             "functional-te",
             functional.no_sync_weight_grads_scaled,
-            killed_by="`ddp-grad-accumulation`, `ddp-llama-grad-accumulation`, `fsdp-grad-accumulation[*]` (against "
+            killed_by=("ddp-grad-accumulation", "ddp-llama-grad-accumulation", "fsdp-grad-accumulation[*]"),
+            kill_note="against their model: one FP8 state per cache entry"
             "their model: one FP8 state per cache entry)",
         ),
         Mutation(
@@ -129,28 +142,32 @@ CATALOG: dict[str, Mutation] = {
             "under an fp8 group the functional amax all-reduce sums the ranks' amaxes instead of taking the maximum",
             "functional-te",
             functional.fp8_group_amax_summed,
-            killed_by="`ddp-fp8-group-per-rank` (against its model: amaxes reduced over the world)",
+            killed_by=("ddp-fp8-group-per-rank",),
+            kill_note="against its model: amaxes reduced over the world",
         ),
         Mutation(
             "fp8-group-ignored",
             "the functional amax reduction over the default group instead of fp8_autocast's fp8_group",
             "functional-fp8-group",
             functional.fp8_group_ignored,
-            killed_by="`ddp-fp8-group-per-rank`, on a build that honours `fp8_group` (none does yet: its strict xfails)",
+            killed_by=("ddp-fp8-group-per-rank",),
+            kill_note="on a build that honours `fp8_group`; none does yet: its strict xfails",
         ),
         Mutation(
             "first-module-token-kept",
             "the legacy executor stops consuming TE's first-module token, so TE syncs in backward too",
             "legacy-te",
             legacy.first_module_token_kept,
-            killed_by="`ddp-first-step` (2 syncs per backward, FP8 state)",
+            killed_by=("ddp-first-step",),
+            kill_note="2 syncs per backward, FP8 state",
         ),
         Mutation(
             "autocast-wrapper-dropped",
             "the legacy forward program no longer wrapped in fp8_autocast: TE's modules run outside FP8",
             "legacy-te",
             lambda: legacy.patch_autocast_wrapper(lambda module: "# teparity mutant: fp8_autocast wrapper dropped"),
-            killed_by="`te-trace-invariants` (the run raises on TE's non-FP8 path)",
+            killed_by=("te-trace-invariants",),
+            kill_note="the run raises on TE's non-FP8 path",
         ),
         Mutation(
             "autocast-recipe-dropped",
@@ -158,7 +175,8 @@ CATALOG: dict[str, Mutation] = {
             "recipe runs (numerically invisible when the user's recipe is the default)",
             "legacy-te",
             lambda: legacy.patch_autocast_wrapper(lambda module: module.TE_CTX_STR.replace(f"fp8_recipe={module.FP8_RECIPE_KEY}", "")),
-            killed_by="`te-trace-invariants` (forward-in-fp8-autocast; no number shows it when the recipe is the default)",
+            killed_by=("te-trace-invariants",),
+            kill_note="forward-in-fp8-autocast; no number shows it when the recipe is the default",
         ),
         Mutation(
             "forward-linear-recomputed",
@@ -166,21 +184,24 @@ CATALOG: dict[str, Mutation] = {
             "quantized tensors: a second GEMM per linear, and its quantization writes the amaxes again",
             "functional-te",
             lambda: functional.grad_transform(recompute_forward=True),
-            killed_by="`te-trace-invariants` (no forward TE linear in the backward)",
+            killed_by=("te-trace-invariants",),
+            kill_note="no forward TE linear in the backward",
         ),
         Mutation(
             "functional-backward-update-missing",
             "the functional grad transform without the backward amax/scale update: grad_output scales never move",
             "functional-te",
             lambda: functional.grad_transform(backward_update=False),
-            killed_by="`te-trace-invariants` (one update per linear), `ddp-first-step`",
+            killed_by=("te-trace-invariants", "ddp-first-step"),
+            kill_note="`te-trace-invariants`: one update per linear",
         ),
         Mutation(
             "amax-updates-duplicated",
             "every functional amax/scale update applied twice: histories roll twice per step",
             "functional-te",
             lambda: functional.patch_update(functional.twice),
-            killed_by="`ddp-first-step` (FP8 state)",
+            killed_by=("ddp-first-step",),
+            kill_note="FP8 state",
         ),
         Mutation(
             "checkpointing-transform-skipped",
@@ -188,7 +209,8 @@ CATALOG: dict[str, Mutation] = {
             "state again in the backward (twice per step)",
             "functional-checkpointing",
             functional.checkpointing_transform_skipped,
-            killed_by="`activation-checkpointing[jit-delayed]` (one update per FP8 state)",
+            killed_by=("activation-checkpointing[jit-delayed]",),
+            kill_note="one update per FP8 state",
         ),
         Mutation(
             "recipe-change-state-kept",
@@ -196,7 +218,8 @@ CATALOG: dict[str, Mutation] = {
             "old FP8 state",
             "functional-te",
             functional.recipe_state_kept,
-            killed_by="`recipe-change[alternate]` (a failure outside its known defect's signature)",
+            killed_by=("recipe-change[alternate]",),
+            kill_note="a failure outside its known defect's signature",
         ),
         Mutation(
             "autocast-linear-not-downcast",
@@ -204,14 +227,16 @@ CATALOG: dict[str, Mutation] = {
             "gets fp32 operands where eager TE's autocast computes in bfloat16",
             "te",
             distributed.linear_not_downcast_under_autocast,
-            killed_by="`torch-autocast` (a failure outside its known defect's signature)",
+            killed_by=("torch-autocast",),
+            kill_note="a failure outside its known defect's signature",
         ),
         Mutation(
             "ddp-gradient-not-reduced",
             "thunder's DDP transform leaves the last parameter unsynchronized: its gradient is never all-reduced",
             "ddp-transform",
             distributed.ddp_gradient_not_reduced,
-            killed_by="`ddp-transform-matches-torch-ddp` (CPU)",
+            killed_by=("ddp-transform-matches-torch-ddp",),
+            kill_note="on the CPU",
         ),
         Mutation(
             "fsdp-gradient-not-reduced",
@@ -219,14 +244,16 @@ CATALOG: dict[str, Mutation] = {
             "sharded gradients are never summed across ranks",
             "fsdp-transform",
             distributed.fsdp_gradient_not_reduced,
-            killed_by="`fsdp-transform-matches-torch-fsdp[*]` (CPU)",
+            killed_by=("fsdp-transform-matches-torch-fsdp[*]",),
+            kill_note="on the CPU",
         ),
         Mutation(
             "checker-declines",
             "every TE executor's checker declines every linear: a silent fallback to torch",
             "te",
             distributed.decline_every_linear,
-            killed_by="`te-trace-invariants` (TE claims every linear)",
+            killed_by=("te-trace-invariants",),
+            kill_note="TE claims every linear",
         ),
     )
 }
@@ -234,7 +261,8 @@ CATALOG: dict[str, Mutation] = {
 
 def markdown_table() -> str:
     """The catalog as the README's table: each mutation, the regression it stands for, and what kills it."""
-    rows = [f"| `{m.name}` | {m.description} | {m.killed_by} |" for m in CATALOG.values()]
+    rows = [f"| `{m.name}` | {m.description} | {', '.join(f'`{row}`' for row in m.killed_by)} ({m.kill_note}) |"
+            for m in CATALOG.values()]
     return "\n".join(["| mutation | stands for | killed by |", "|---|---|---|", *rows]) + "\n"
 
 
