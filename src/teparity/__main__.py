@@ -41,6 +41,8 @@ def _run(args: argparse.Namespace, after: list[str], own: dict[str, argparse.Arg
         return reports.known_defects()
     if command == "mutations":
         return reports.mutations()
+    if command == "repro":
+        return reports.repro(args.entry, args.out, args.issue)
     if command == "summary":
         return reports.summary(args.report, args.exit_status, args.failed_step)
     if command == "diff":

@@ -64,6 +64,16 @@ class Case:
         return f"{sizes}/{bias}/{self.activation or 'linear-only'}/in{shape}/{self.dtype}"
 
 
+def checkpoint_recomputes(case: Case) -> tuple[int, int]:
+    """How many forward linears the backward may recompute under ``models.CheckpointedMLP``: at least
+    the region's linears whose output the region consumes (by a GELU, or the next linear: all of them
+    with GELUs, all but the last without; thunder.jit recomputes exactly those, seen on the CPU with
+    thunder 0.2.6 and on the H200), at most every linear of the region (thunderfx recomputes the
+    region's last linear too: H200, docs/results/h200-te2.9.0-65ae0b1-features/)."""
+    region = len(case.sizes) - 2
+    return (region if case.activation else max(0, region - 1)), region
+
+
 _SAYS = "says"
 
 
@@ -185,11 +195,17 @@ class Pair:
     modeled: list[list[CaseRun]] | None = None
     model_spec: PairSpec | None = None
 
-    def against_model(self) -> Pair:
-        """This pair with the model as its eager side (its spec names the model: the judges read what it predicts)."""
+    #: The known defect (``teparity.known.defect.KnownDefect``) whose model is this pair's eager side
+    #: (``against_model``); None: the eager side is eager TE itself.
+    judged_against: Any = None
+
+    def against_model(self, entry: Any) -> Pair:
+        """This pair with ``entry``'s model as its eager side (its spec names the model: the judges read what it
+        predicts, and ``judged_against`` which defect it is)."""
         if self.modeled is None or self.model_spec is None:
             raise ValueError("this pair ran no defect model")
-        return dataclasses.replace(self, spec=self.model_spec, eager=self.modeled, eager_fused=None, modeled=None, model_spec=None)
+        return dataclasses.replace(self, spec=self.model_spec, eager=self.modeled, eager_fused=None, modeled=None,
+                                   model_spec=None, judged_against=entry)
 
     def first_steps(self, steps: int) -> Pair:
         """The same pair judged over its first ``steps`` steps only (every side records step by step)."""

@@ -40,7 +40,7 @@ def _assert_one_sync_per_backward(pair: Pair, parity: Pairs, ctx: str) -> None:
     model where torch runs every linear: no TE, no sync to count)."""
     __tracebackhide__ = True
     spec = pair.spec
-    model = (entry := parity.against_model()) and entry.model
+    model = (entry := pair.judged_against) and entry.model
     if spec.executor != "legacy" or (model and not model.te_claims):
         return
     counts = sync_counts(pair.thunder)

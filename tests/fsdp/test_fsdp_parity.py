@@ -77,7 +77,7 @@ def _assert_fsdp_parity(pair: Pair, parity: Pairs) -> None:
     def verdict(judged: Pair) -> Comparison:
         """The pair against its reference, then what thunder alone must hold (TE's syncs where TE runs)."""
         result = parity.assert_parity(judged, ctx)
-        model = (entry := parity.against_model()) and entry.model
+        model = (entry := judged.judged_against) and entry.model
         if spec.executor == "legacy" and not (model and not model.te_claims):
             counts = sync_counts(judged.thunder)
             wrong = {r: c for r, by_case in counts.items() for c in by_case.values() if c != [spec.micro_batches] * spec.steps}

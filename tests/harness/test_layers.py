@@ -24,11 +24,13 @@ LAYERS = (
     ("teparity.cli", "teparity.__main__"),
 )
 #: What a layer's own modules may not import of each other although they share a floor: the launchers know
-#: no test policy and the stack knows no launcher, the judges read records without the code that runs in ranks.
+#: no test policy and the stack knows no launcher, the judges read records without the code that runs in ranks, and
+#: the code that runs in ranks depends on no judge.
 APART = {
     "teparity.stack": ("teparity.launch", "teparity.option_types", "teparity.checks"),
     "teparity.launch": ("teparity.stack", "teparity.option_types", "teparity.checks"),
     "teparity.judge": ("teparity.inrank",),
+    "teparity.inrank": ("teparity.judge",),
     "teparity.trace_summary": ("teparity.records", "teparity.mutations"),
     "teparity.records": ("teparity.mutations",),
 }

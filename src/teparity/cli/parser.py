@@ -13,7 +13,7 @@ from teparity.tools.bisect import PACKAGES, valid_version
 
 DESCRIPTION = """The commands around the teparity gate: doctor (what this machine can run, and why not), matrix (parity
 reports merged into a markdown compatibility table), diff (what two parity reports judged differently), kill-matrix (the gate clean and under each applicable
-mutation), known-defects (the registry as markdown), mutations (the mutation catalog as markdown), summary (a report as markdown for a CI job), bench (the gate with fresh, warm, forked and served ranks:
+mutation), known-defects (the registry as markdown), repro (a known defect's standalone reproduction), mutations (the mutation catalog as markdown), summary (a report as markdown for a CI job), bench (the gate with fresh, warm, forked and served ranks:
 wall times, ratios, identical verdicts), repeat (the gate N times: every verdict or number that changed), serve (a
 command whose pytest runs fork their ranks from one fork server), bisect (the first thunder build or TE release
 between a good and a bad one whose verdict changes), durations (the expected test durations that order a run
@@ -32,9 +32,15 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
     commands.add_parser("doctor", help="what this machine can run, tier by tier, and why not")
     commands.add_parser("known-defects", help="the known upstream defects registry as markdown")
     commands.add_parser("mutations", help="the mutation catalog as markdown: each regression and the checks that kill it")
+    reproducing = commands.add_parser("repro", help="a known defect's standalone reproduction (torch, thunder and TE "
+                                      "only): the script, or with --issue an upstream issue's body with a run here")
+    reproducing.add_argument("entry", metavar="ID", help="a registry entry's id (python -m teparity known-defects)")
+    reproducing.add_argument("--out", type=Path, help="write the script here (default: print it)")
+    reproducing.add_argument("--issue", action="store_true", help="print a Markdown issue body: the environment, the "
+                             "script and what it printed when run here")
     own = {"summary": _summary(commands), "diff": _diff(commands), "matrix": _matrix(commands), "durations": _durations(commands), "kill-matrix": _kill_matrix(commands),
            "bench": _bench(commands), "repeat": _repeat(commands), "serve": _serve(commands), "bisect": _bisect(commands),
-           "run-matrix": _run_matrix(commands)}
+           "run-matrix": _run_matrix(commands), "repro": reproducing}
     return top, own
 
 

@@ -111,6 +111,31 @@ def known_defects() -> int:
     return 0
 
 
+def repro(entry_id: str, out: Path | None, issue: bool) -> int:
+    """The entry's reproduction: written to ``out`` or printed, or run here into an upstream issue's body."""
+    from teparity.known import repro as repros
+    from teparity.known.registry import BY_ID
+    from teparity.stack.versions import Versions
+    from teparity.tools.bisect import UsageError
+
+    if entry_id not in BY_ID:
+        raise UsageError(f"no registry entry {entry_id!r}; the entries: {', '.join(BY_ID)}")
+    if entry_id not in repros.available():
+        sys.stderr.write(f"teparity repro: {entry_id} has no standalone reproduction yet; those that do: "
+                         f"{', '.join(repros.available())}\n")
+        return 2
+    if issue:
+        status, output = repros.run(entry_id)
+        sys.stdout.write(repros.issue_body(entry_id, Versions.installed().describe(), status, output))
+        return 0
+    if out is None:
+        sys.stdout.write(repros.script(entry_id))
+    else:
+        out.write_text(repros.script(entry_id))
+        sys.stderr.write(f"wrote {out}: python {out}\n")
+    return 0
+
+
 def mutations() -> int:
     from teparity.mutations.catalog import markdown_table
 

@@ -76,7 +76,6 @@ class Pairs:
     modeled_by: KnownDefect | None = None
     #: Record a (key, value) of the test for the parity report (``teparity.gate.report``'s properties).
     note: Callable[[str, Any], None] = lambda key, value: None
-    _against: KnownDefect | None = None
 
     def run(self, spec: PairSpec, *, world_size: int = 1, measure_fused: bool = False) -> Pair:
         """Eager TE on the executor's scale-update path and thunder + the executor; with
@@ -118,17 +117,15 @@ class Pairs:
         except AssertionError as reference:
             if any(run.error is not None for runs in pair.thunder for run in runs):
                 raise  # a raise is no behaviour a model predicts: the registry holds it to a bounded signature
-            entry, self._against = self.modeled_by, self.modeled_by
+            entry = self.modeled_by
             try:
-                modeled = verdict(pair.against_model())
+                modeled = verdict(pair.against_model(entry))
             except AssertionError as parted:
                 head = str(reference).splitlines()[0][:300]
                 raise ModelParted(
                     f"thunder differs from the model of known upstream defect {entry.id} ({entry.model.words}), so more "
                     f"than that defect is wrong here: {parted}\n(against eager TE itself: {head})"
                 ) from None
-            finally:
-                self._against = None
             self.note(MODEL_PROPERTY, {"entry": entry.id, "modeled": "pass", **comparison_numbers(modeled)})
             raise
 
@@ -159,20 +156,17 @@ class Pairs:
             _SIDE_RUNS.popitem(last=False)
         return [_SIDE_RUNS[key] for key in keys]  # the newest entries: SIDE_RUNS_KEPT > 3 keeps them
 
-    def against_model(self) -> KnownDefect | None:
-        """The entry whose model the current verdict judges against (inside ``judge``), else None."""
-        return self._against
-
     def context(self, pair: Pair) -> str:
         """The configuration of ``pair``, for messages."""
         return context(self.env, pair)
 
     def assert_parity(self, pair: Pair, ctx: str | None = None) -> Comparison:
         """Every check of ``teparity.judge.parity.assert_parity``; the message carries ``ctx`` (default:
-        the pair's configuration). Inside ``judge``'s second verdict, against the model and what it predicts."""
+        the pair's configuration). For a pair judged against a defect's model (``Pair.against_model``), against the
+        model and what it predicts."""
         __tracebackhide__ = True
         ctx = ctx or self.context(pair)
-        if (entry := self._against) is None or entry.model is None:
+        if (entry := pair.judged_against) is None or entry.model is None:
             return assert_parity(pair.eager, pair.thunder, pair.spec, ctx)
         model = entry.model
         return assert_parity(pair.eager, pair.thunder, pair.spec, f"against the model of {entry.id} ({model.words}); {ctx}",

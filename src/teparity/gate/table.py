@@ -9,6 +9,7 @@ import re
 import textwrap
 
 from teparity.gate.report import NO_EXECUTOR, Cell, ParityReport
+from teparity.known.repro import available
 
 WIDTH = 120
 #: Column headings of executors with long or no names.
@@ -52,10 +53,12 @@ def unwrapped(output: str, indent: str = HEADER_INDENT) -> str:
 
 def _known_note(cell: Cell, defect: str) -> str:
     """A known defect's footnote: the entry, and how its tests were held beyond the signature (its model's verdict,
-    or a bounded signature; "signature only" where neither)."""
+    or a bounded signature; "signature only" where neither), and the command that writes its standalone reproduction
+    where it has one (``teparity.known.repro``)."""
     held = sorted({t.held_by() or "signature only" for t in cell.tests
                    if t.outcome == "known" and (t.known_defect or "unregistered") == defect})
-    return f"known upstream defect {defect}" + (f"; {', '.join(held)}" if defect != "unregistered" else "")
+    said = f"known upstream defect {defect}" + (f"; {', '.join(held)}" if defect != "unregistered" else "")
+    return said + (f"; reproduce it alone: python -m teparity repro {defect}" if defect in available() else "")
 
 
 def cell_text(cell: Cell, notes: Footnotes) -> str:

@@ -162,7 +162,7 @@ def eager_module(plain: Any, spec: PairSpec, group: Any, case: Case) -> Any:
     if spec.model is None:
         return models.te_twin(plain)
     from teparity.inrank.defect_models import eager_model
-    from teparity.judge.parity import checkpoint_recomputes
+    from teparity.records import checkpoint_recomputes
 
     fewest, most = checkpoint_recomputes(case) if spec.checkpoint else (0, 0)
     recomputed = most if spec.compile_path == "thunderfx" else fewest

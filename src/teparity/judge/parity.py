@@ -32,7 +32,17 @@ from teparity.judge.traces import (
     te_linears_held,
     violations_message,
 )
-from teparity.records import TORCH_LINEARS, Case, CaseRun, Pair, PairSpec, ScaleUpdate, Snapshot, fp8_groups
+from teparity.records import (
+    TORCH_LINEARS,
+    Case,
+    CaseRun,
+    Pair,
+    PairSpec,
+    ScaleUpdate,
+    Snapshot,
+    checkpoint_recomputes,
+    fp8_groups,
+)
 from teparity.stack.reasons import no_input_grad_under_ddp
 
 
@@ -104,16 +114,6 @@ def assert_te_claimed(thunder_by_rank: list[list[CaseRun]], spec: PairSpec, cont
             claimed=max(te_linears_held(run.forward, spec.executor) for run in traced),
             linears=max(len(run.linear_names) for run in traced),
         )
-
-
-def checkpoint_recomputes(case: Case) -> tuple[int, int]:
-    """How many forward linears the backward may recompute under ``models.CheckpointedMLP``: at least
-    the region's linears whose output the region consumes (by a GELU, or the next linear: all of them
-    with GELUs, all but the last without; thunder.jit recomputes exactly those, seen on the CPU with
-    thunder 0.2.6 and on the H200), at most every linear of the region (thunderfx recomputes the
-    region's last linear too: H200, docs/results/h200-te2.9.0-65ae0b1-features/)."""
-    region = len(case.sizes) - 2
-    return (region if case.activation else max(0, region - 1)), region
 
 
 def trace_violations(thunder_by_rank: list[list[CaseRun]], spec: PairSpec) -> list[Violation]:

@@ -1,0 +1,80 @@
+"""Standalone reproductions of the known defects, for the people who fix them (``python -m teparity repro ID``): one
+script per entry under ``repros/``, importing only torch, thunder and TE, whose last line says ``REPRODUCED: ...``
+(exit 0), ``NOT REPRODUCED: ...`` (exit 1) or ``CANNOT RUN HERE: ...`` (exit 2). Written out, it opens with the entry's
+id, summary, ranges, cause and the newest stack a committed run showed it on."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+from teparity.known.defect import KnownDefect
+from teparity.known.registry import BY_ID
+from teparity.known.seen import NEWEST_SEEN
+
+REPROS = Path(__file__).parent / "repros"
+#: What a run of a reproduction exits with, by its verdict.
+VERDICTS = {0: "REPRODUCED", 1: "NOT REPRODUCED", 2: "CANNOT RUN HERE"}
+
+
+def available() -> list[str]:
+    """The entries that have a reproduction."""
+    return sorted(path.stem for path in REPROS.glob("*.py"))
+
+
+def script(entry_id: str) -> str:
+    """The reproduction of ``entry_id`` with its header: what a thunder or TE developer runs and keeps."""
+    entry = BY_ID[entry_id]
+    return _header(entry) + (REPROS / f"{entry_id}.py").read_text()
+
+
+def _header(entry: KnownDefect) -> str:
+    thunder, te = NEWEST_SEEN.get(entry.id, (None, None))
+    said = [
+        f"Reproduction of {entry.id}: {entry.summary}.",
+        f"Holds on lightning-thunder {entry.thunder}, TransformerEngine {entry.te}"
+        + (" (or none installed)" if entry.without_te else "") + ".",
+        f"Newest stack a run showed it on: thunder {thunder or '-'}, TE {te or '-'}.",
+        f"Cause: {entry.cause}.",
+        "Last line: REPRODUCED (exit 0), NOT REPRODUCED (exit 1) or CANNOT RUN HERE (exit 2).",
+    ]
+    return "".join("".join(f"# {line}\n" for line in textwrap.wrap(paragraph, 116)) for paragraph in said) + "\n"
+
+
+def run(entry_id: str, timeout_s: float = 600) -> tuple[int, str]:
+    """Run the reproduction here, in a process of its own: its exit status and output."""
+    with tempfile.TemporaryDirectory(prefix="teparity-repro-") as folder:
+        path = Path(folder) / f"{entry_id}.py"
+        path.write_text(script(entry_id))
+        done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=timeout_s, cwd=folder)
+    return done.returncode, done.stderr + done.stdout  # the verdict last
+
+
+def issue_body(entry_id: str, versions: str, status: int, output: str) -> str:
+    """An upstream issue's body: the title, the environment, the script, and what a run here printed."""
+    entry = BY_ID[entry_id]
+    lines = [line for line in output.splitlines() if line.strip() and "warn" not in line.lower()]
+    return "\n".join([
+        f"# {entry.summary[0].upper() + entry.summary[1:]}",
+        "",
+        f"**Environment**: {versions}, Python {sys.version.split()[0]}",
+        "",
+        f"**Expected**: the reproduction below prints `NOT REPRODUCED` (exit 1). **Actual** on this machine: "
+        f"`{VERDICTS.get(status, f'exit {status}')}` (exit {status}):",
+        "",
+        "```",
+        *lines[-12:],
+        "```",
+        "",
+        "<details><summary>Reproduction (Python; torch, thunder and TransformerEngine only)</summary>",
+        "",
+        "```python",
+        script(entry_id).rstrip(),
+        "```",
+        "",
+        "</details>",
+        "",
+    ])
