@@ -46,6 +46,16 @@ def test_a_reproduction_without_te_says_here_what_its_entrys_range_says(entry_id
     assert output.rstrip().splitlines()[-1].startswith("REPRODUCED:" if holds else "NOT REPRODUCED:")
 
 
+@pytest.mark.parametrize("entry_id", [e for e in repro.available() if not BY_ID[e].without_te])
+def test_a_reproduction_that_needs_an_fp8_gpu_says_it_cannot_run_where_there_is_none(entry_id: str) -> None:
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 9):
+        pytest.skip("an FP8 GPU is here: the reproduction runs (its verdicts are the GPU runs' under docs/results)")
+    status, output = repro.run(entry_id, timeout_s=300)
+    assert status == 2 and output.rstrip().splitlines()[-1].startswith("CANNOT RUN HERE: "), output[-2000:]
+
+
 def test_the_written_script_opens_with_its_entry(tmp_path: Path) -> None:
     entry_id = repro.available()[0]
     out = tmp_path / "repro.py"
