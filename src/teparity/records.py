@@ -39,6 +39,41 @@ EAGER_MODELS = (TORCH_LINEARS, STATE_PER_CACHE_ENTRY, FRESH_STATE_PER_RECIPE_OBJ
 
 
 @dataclasses.dataclass(frozen=True)
+class Architecture:
+    """A model the tests train (``ARCHITECTURES``): how the rank builds it, what it computes beside its linears, and
+    how a case of it is named. Its TE linears are its ``nn.Linear`` modules at any depth (``inrank.models.linear_names``)."""
+
+    name: str
+    #: Its builder in the rank code, ``teparity.inrank.models.BUILDER(case.sizes, seed=, device=, dtype=, **fields)``.
+    builder: str
+    #: The ``Case`` fields the builder takes besides sizes and seed.
+    case_fields: tuple[str, ...] = ()
+    #: What it computes beside its linears that thunder decomposes where eager torch runs a fused kernel, so the sides
+    #: round apart beyond an activation (its own, wider rules: ``judge.tolerances``); None: nothing.
+    decompositions: str | None = None
+    #: Its cases' label: before the sizes, and whether bias and activation are part of it.
+    label_prefix: str = ""
+
+    def label(self, case: Case) -> str:
+        shape = "x".join(map(str, (*case.lead_shape, case.sizes[0])))
+        sizes = "-".join(map(str, case.sizes))
+        if self.label_prefix:
+            return f"{self.label_prefix}-{sizes}/in{shape}/{case.dtype}"
+        bias = "bias" if case.bias else "nobias"
+        return f"{sizes}/{bias}/{case.activation or 'linear-only'}/in{shape}/{case.dtype}"
+
+
+#: Every architecture by name (``Case.architecture``).
+ARCHITECTURES: dict[str, Architecture] = {
+    arch.name: arch for arch in (
+        Architecture("mlp", "plain_mlp", case_fields=("bias", "activation")),
+        Architecture("llama", "llama_block", label_prefix="llama-block", decompositions=(
+            "the llama block's RMSNorm, rotary, SDPA and SiLU are thunder's decompositions against torch's kernels")),
+    )
+}
+
+
+@dataclasses.dataclass(frozen=True)
 class Case:
     """A model and input shape. Feature sizes and the flattened leading size are multiples of 16."""
 
@@ -51,17 +86,16 @@ class Case:
     #: "gelu" between linears, or None (linears only: every tensor TE sees is then bitwise equal on
     #: both sides, so the FP8 state can be compared exactly).
     activation: str | None = "gelu"
-    #: "mlp" (``models.plain_mlp``) or "llama" (``models.llama_block``: sizes are (width, MLP width,
-    #: width), lead_shape (batch, sequence); bias and activation do not apply).
-    model: str = "mlp"
+    #: Its architecture's name in ``ARCHITECTURES``: "mlp" (``models.plain_mlp``) or "llama" (``models.llama_block``:
+    #: sizes are (width, MLP width, width), lead_shape (batch, sequence); bias and activation do not apply).
+    architecture: str = "mlp"
+
+    @property
+    def arch(self) -> Architecture:
+        return ARCHITECTURES[self.architecture]
 
     def label(self) -> str:
-        shape = "x".join(map(str, (*self.lead_shape, self.sizes[0])))
-        sizes = "-".join(map(str, self.sizes))
-        if self.model == "llama":
-            return f"llama-block-{sizes}/in{shape}/{self.dtype}"
-        bias = "bias" if self.bias else "nobias"
-        return f"{sizes}/{bias}/{self.activation or 'linear-only'}/in{shape}/{self.dtype}"
+        return self.arch.label(self)
 
 
 def checkpoint_recomputes(case: Case) -> tuple[int, int]:

@@ -147,7 +147,7 @@ def test_amax_reduction_stays_in_the_fp8_group(executor: str, layout: str, parit
 
 
 #: A llama-style block (tests/features' LLAMA) under DDP, as thunder's llama2.c benchmark of PR #80 trains.
-LLAMA = (Case(sizes=(64, 128, 64), lead_shape=(2, 16), dtype="float32", model="llama", seed=4),)
+LLAMA = (Case(sizes=(64, 128, 64), lead_shape=(2, 16), dtype="float32", architecture="llama", seed=4),)
 #: Two steps, as tests/features' llama-block (why there).
 LLAMA_STEPS = 2
 

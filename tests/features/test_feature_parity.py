@@ -28,7 +28,7 @@ CHECKPOINT_CASES = (
     Case(sizes=(48, 64, 32, 16), bias=False, lead_shape=(2, 8), seed=2),
 )
 #: A llama-style block in fp32 (no bias: llama has none), batch 2 x sequence 16.
-LLAMA = (Case(sizes=(64, 128, 64), lead_shape=(2, 16), dtype="float32", model="llama", seed=4),)
+LLAMA = (Case(sizes=(64, 128, 64), lead_shape=(2, 16), dtype="float32", architecture="llama", seed=4),)
 #: Two steps: thunder's RMSNorm, softmax and SiLU round apart from torch's by ulps, and FP8 (E5M2
 #: gradients) amplifies that as the weights part: on thunder 0.2.5's legacy executor with TE 2.9.0, steps
 #: 0 and 1 agree within 1.1e-5 and step 2 has 2 of 4096 wq-gradient entries 0.93 apart

@@ -39,7 +39,7 @@ CASES = (
     Case(sizes=(48, 64, 32, 16), bias=False, lead_shape=(2, 8), activation=None, dtype="bfloat16", seed=1),
 )
 #: A llama-style block (tests/features' LLAMA) under FSDP, as thunder's own FSDP + TE test trains a llama model.
-LLAMA = (Case(sizes=(64, 128, 64), lead_shape=(2, 16), dtype="float32", model="llama", seed=4),)
+LLAMA = (Case(sizes=(64, 128, 64), lead_shape=(2, 16), dtype="float32", architecture="llama", seed=4),)
 #: variant -> (thunder's sharding strategy, its bucketing strategy; None: fsdp's default, NONE)
 VARIANTS = {
     "zero2": ("ZERO2", None), "zero3": ("ZERO3", None),

@@ -155,12 +155,12 @@ def test_on_one_or_two_ranks_the_tables_are_tightened_to_the_evidence() -> None:
     tight = tolerances.numerics_rule("delayed", "legacy", None, tight=True)
     assert tight == tolerances.TIGHT_ACTIVATION_ROUNDING and tight.atol == 2**-10 and tight.rtol == 0
     assert tolerances.numerics_rule("delayed", "functional", "gelu", tight=True) == tolerances.TIGHT_ACTIVATION_ROUNDING
-    llama = tolerances.numerics_rule("delayed", "functional", None, apart="the llama block's ...", tight=True, llama=True)
+    llama = tolerances.numerics_rule("delayed", "functional", None, apart="the llama block's ...", tight=True, decomposed=True)
     assert llama == tolerances.TIGHT_LLAMA
     autocast = tolerances.numerics_rule("delayed", "functional", None, apart="under torch.autocast ...", tight=True)
     assert autocast == tolerances.for_recipe("delayed")
     assert tolerances.numerics_rule("current", "functional", "gelu", tight=True) == tolerances.for_recipe("current")
-    assert tolerances.state_rules("functional", None, apart="llama", tight=True, llama=True)[0].ulps == tolerances.LLAMA_STATE_ULPS
+    assert tolerances.state_rules("functional", None, apart="llama", tight=True, decomposed=True)[0].ulps == tolerances.LLAMA_STATE_ULPS
     result = Comparison()
     compare_numerics(_run(), _run(grad=0.5 + 2e-3), tight, rank=0, result=result)
     assert result.differences and result.allowed["grad"] == "rtol 0 atol 0.000977", result.allowed
@@ -312,33 +312,33 @@ def test_each_side_runs_once_per_process_and_the_eager_reference_serves_both_exe
     assert legacy.eager_fused is None and functional.scale_update == "python"
     assert first.spec.steps == 1 and [len(r.steps) for side in (first.eager, first.thunder) for runs in side for r in runs] == [1, 1]
 
-LLAMA_CASE = Case(sizes=(64, 128, 64), lead_shape=(2, 16), dtype="float32", model="llama", seed=4)
+LLAMA_CASE = Case(sizes=(64, 128, 64), lead_shape=(2, 16), dtype="float32", architecture="llama", seed=4)
 
 
-@pytest.mark.parametrize(("model", "grad_off", "parts"), [
+@pytest.mark.parametrize(("architecture", "grad_off", "parts"), [
     ("llama", 2e-3, False),   # thunder's decompositions' rounding, under 16 x the largest seen: held
     ("llama", 0.04, True),    # beyond it
     (None, 2e-3, True),       # linears alone round nowhere apart: TE's fp32 table
 ])
 def test_against_a_model_that_runs_every_linear_in_torch_the_llama_block_has_its_decompositions_rule(
-        model: str | None, grad_off: float, parts: bool) -> None:
+        architecture: str | None, grad_off: float, parts: bool) -> None:
     """Against ``TORCH_RUNS_EVERY_LINEAR`` (torch against torch) an fp32 llama block is held to TE's fp32 rtol and
     ``LLAMA_UNQUANTIZED`` (its RMSNorm, rotary, SDPA and SiLU are thunder's); any other case to TE's fp32 table."""
     from teparity.records import TORCH_LINEARS
 
-    case = dataclasses.replace(LLAMA_CASE, model=model) if model is None else LLAMA_CASE
+    case = dataclasses.replace(LLAMA_CASE, architecture="mlp") if architecture is None else LLAMA_CASE
     spec = PairSpec("functional", "delayed", (case,), steps=2, model=TORCH_LINEARS)
     no_state = {}
     result = compare_sides([[_run(case=case, state=no_state, grad=1e-3)]],
                            [[_run(case=case, state=no_state, grad=1e-3 + grad_off)]], spec)
     assert bool(result.differences) == parts, result.differences
-    assert tolerances.unquantized_rule("float32", llama=model == "llama").words() in " ".join(result.allowed.values())
+    assert tolerances.unquantized_rule("float32", decomposed=architecture is not None).words() in " ".join(result.allowed.values())
 
 
 def test_the_llama_blocks_rule_against_torch_is_16_times_the_largest_difference_seen_as_a_power_of_two() -> None:
     rule, seen = tolerances.LLAMA_UNQUANTIZED, tolerances.LLAMA_UNQUANTIZED_SEEN
     assert rule.rtol == 0 and tolerances.HEADROOM * seen <= rule.atol < 2 * tolerances.HEADROOM * seen
-    assert tolerances.unquantized_rule("bfloat16", llama=True) is tolerances.UNQUANTIZED["bfloat16"]
+    assert tolerances.unquantized_rule("bfloat16", decomposed=True) is tolerances.UNQUANTIZED["bfloat16"]
 
 
 def test_against_a_model_that_runs_every_linear_in_torch_te_must_hold_none_and_is_not_asked_to_claim() -> None:

@@ -355,3 +355,11 @@ def test_the_no_sync_stash_model_accumulates_each_linears_input_grad_as_its_weig
     torch.testing.assert_close(plain[0].weight.grad, own[0]["0.weight"] + own[1]["0.weight"])
     torch.testing.assert_close(plain[1].weight.grad, own[0]["input of 1"] + own[1]["1.weight"])
     torch.testing.assert_close(plain[1].bias.grad, own[0]["1.bias"] + own[1]["1.bias"])
+
+
+def test_the_linears_of_an_architecture_are_found_and_named_at_any_depth() -> None:
+    """A nested model's FP8 state is keyed by each linear's full name, not its direct children's alone."""
+    from teparity.inrank.models import linear_names
+
+    nested = torch.nn.Sequential(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU()), torch.nn.Linear(8, 4))
+    assert linear_names(nested) == ["0.0", "1"]

@@ -41,15 +41,15 @@ def seeded_input(shape: tuple[int, ...], *, test_seed: int, step: int, rank: int
 
 
 def te_twin(plain: torch.nn.Module) -> torch.nn.Module:
-    """The eager TE side: a copy of ``plain`` with ``te.Linear`` in place of every ``nn.Linear`` child,
-    with the same weights and bias (the other children copied as they are)."""
+    """The eager TE side: a copy of ``plain`` with ``te.Linear`` in place of every ``nn.Linear`` at any depth,
+    with the same weights and bias (the other modules copied as they are)."""
     import copy
 
     import transformer_engine.pytorch as te
 
     twin = copy.deepcopy(plain)
-    for name, layer in plain.named_children():
-        if isinstance(layer, torch.nn.Linear):
+    for name, layer in plain.named_modules():
+        if name and isinstance(layer, torch.nn.Linear):
             weight = layer.weight
             linear = te.Linear(
                 layer.in_features, layer.out_features, bias=layer.bias is not None,
@@ -59,7 +59,8 @@ def te_twin(plain: torch.nn.Module) -> torch.nn.Module:
                 linear.weight.copy_(weight)
                 if layer.bias is not None:
                     linear.bias.copy_(layer.bias)
-            setattr(twin, name, linear)
+            owner, _, leaf = name.rpartition(".")
+            setattr(twin.get_submodule(owner) if owner else twin, leaf, linear)
     return twin
 
 
@@ -155,6 +156,6 @@ def llama_block(
 
 
 def linear_names(model: torch.nn.Module) -> list[str]:
-    """Names of the linear children in definition order ("0", "2", ...; "wq", ...): the keys of FP8-state
-    snapshots."""
-    return [name for name, layer in model.named_children() if isinstance(layer, torch.nn.Linear)]
+    """Names of the linears at any depth in definition order ("0", "2", ...; "wq", ...; "block.0" in a nested model):
+    the keys of FP8-state snapshots."""
+    return [name for name, layer in model.named_modules() if name and isinstance(layer, torch.nn.Linear)]

@@ -280,11 +280,9 @@ def _step_state(side: Side, run: CaseRun, program: _Program, rank: int, info: Ex
 def _model(case: Case, device: str) -> Any:
     from teparity.inrank import models
 
-    if case.model == "llama":
-        return models.llama_block(case.sizes, seed=case.seed, device=device, dtype=_dtype(case.dtype))
-    return models.plain_mlp(
-        case.sizes, seed=case.seed, device=device, dtype=_dtype(case.dtype), bias=case.bias, activation=case.activation
-    )
+    arch = case.arch
+    fields = {field: getattr(case, field) for field in arch.case_fields}
+    return getattr(models, arch.builder)(case.sizes, seed=case.seed, device=device, dtype=_dtype(case.dtype), **fields)
 
 
 def _recipe_schedule(spec: PairSpec) -> Any:

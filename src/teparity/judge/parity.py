@@ -168,13 +168,14 @@ def compare_sides(
                 continue  # reported by case_errors
             eager, thunder = eager.first_steps(steps), thunder.first_steps(steps)
             apart = tolerances.rounds_apart(eager.case, spec)
-            llama, tight = eager.case.model == "llama", tolerances.tightened(len(eager_by_rank))
+            decomposed, tight = eager.case.arch.decompositions is not None, tolerances.tightened(len(eager_by_rank))
             tol = tolerances.numerics_rule(spec.recipe_id, spec.executor, eager.case.activation, apart, tight=tight,
-                                           llama=llama)
+                                           decomposed=decomposed)
             if spec.model == TORCH_LINEARS:  # a defect's model without FP8: torch against torch
-                tol = tolerances.unquantized_rule(eager.case.dtype, llama=llama)
+                tol = tolerances.unquantized_rule(eager.case.dtype, decomposed=decomposed)
             compare_numerics(eager, thunder, tol, rank=rank, result=result)
-            amax_tol, scale_tol = tolerances.state_rules(spec.executor, eager.case.activation, apart, tight=tight, llama=llama)
+            amax_tol, scale_tol = tolerances.state_rules(spec.executor, eager.case.activation, apart, tight=tight,
+                                                         decomposed=decomposed)
             for step, (e, t) in enumerate(zip(eager.steps, thunder.steps, strict=True)):
                 where = f"rank {rank} case {eager.case.label()} step {step}"
                 compare_state(e.fp8_state, t.fp8_state, amax_tol, scale_tol, where=where, result=result, step=step)

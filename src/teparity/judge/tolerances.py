@@ -130,7 +130,7 @@ def tightened(ranks: int) -> bool:
 
 
 def numerics_rule(recipe_id: str, executor: str, activation: str | None, apart: str | None = None, *,
-                  tight: bool = False, llama: bool = False) -> Tolerance:
+                  tight: bool = False, decomposed: bool = False) -> Tolerance:
     """Outputs and gradients: bitwise for the functional executor on linears only (against eager TE on
     its own update path), else TE's table for the recipe (``apart``: ``rounds_apart``'s reason), tightened where
     ``tight`` (``tightened``) for DelayedScaling (module docstring)."""
@@ -138,15 +138,16 @@ def numerics_rule(recipe_id: str, executor: str, activation: str | None, apart: 
     if exact:
         return SAME_ARITHMETIC
     table = for_recipe(recipe_id)
-    if not tight or RECIPES[recipe_id][0] != "DelayedScaling" or (apart is not None and not llama):
+    if not tight or RECIPES[recipe_id][0] != "DelayedScaling" or (apart is not None and not decomposed):
         return table
-    return TIGHT_LLAMA if llama else TIGHT_ACTIVATION_ROUNDING
+    return TIGHT_LLAMA if decomposed else TIGHT_ACTIVATION_ROUNDING
 
 
-def unquantized_rule(dtype: str, *, llama: bool = False) -> Tolerance:
-    """Outputs and gradients against a defect's model that runs every linear in torch: TE's table for the dtype; for the
-    llama block in fp32, whose decompositions round apart from torch's kernels, ``LLAMA_UNQUANTIZED``."""
-    return LLAMA_UNQUANTIZED if llama and dtype == "float32" else UNQUANTIZED[dtype]
+def unquantized_rule(dtype: str, *, decomposed: bool = False) -> Tolerance:
+    """Outputs and gradients against a defect's model that runs every linear in torch: TE's table for the dtype; for an
+    architecture with decompositions (``decomposed``: the llama block's) in fp32, which round apart from torch's
+    kernels, ``LLAMA_UNQUANTIZED``."""
+    return LLAMA_UNQUANTIZED if decomposed and dtype == "float32" else UNQUANTIZED[dtype]
 
 
 def rounds_apart(case: Case, spec: PairSpec) -> str | None:
@@ -158,8 +159,8 @@ def rounds_apart(case: Case, spec: PairSpec) -> str | None:
     from teparity.records import BF16_COPIES
 
     reasons = []
-    if case.model == "llama":
-        reasons.append("the llama block's RMSNorm, rotary, SDPA and SiLU are thunder's decompositions against torch's kernels")
+    if case.arch.decompositions:
+        reasons.append(case.arch.decompositions)
     if spec.torch_autocast and spec.model != BF16_COPIES:  # the model quantizes the same bf16 copies as thunder
         reasons.append(f"under torch.autocast thunder quantizes {spec.torch_autocast} copies of the input and weight, eager TE the fp32 tensors")
     return "; ".join(reasons) or None
@@ -179,10 +180,10 @@ def _ulps(count: int, why: str) -> Tolerance:
 
 
 def state_rules(executor: str, activation: str | None, apart: str | None = None, *, tight: bool = False,
-                llama: bool = False) -> tuple[Tolerance, Tolerance]:
+                decomposed: bool = False) -> tuple[Tolerance, Tolerance]:
     """(amax_history rule, scale rule) for an executor and a model (see the module docstring; ``apart``:
-    ``rounds_apart``'s reason; the llama block's alone is tightened, where ``tight``)."""
-    if apart is not None and llama and tight:
+    ``rounds_apart``'s reason; an architecture's decompositions, ``decomposed``, alone are tightened, where ``tight``)."""
+    if apart is not None and decomposed and tight:
         rule = _ulps(LLAMA_STATE_ULPS, f"16 x the largest seen (7 ulp), as a power of two: {apart}")
         return rule, rule
     if apart is not None:
