@@ -67,8 +67,12 @@ def main() -> None:
         fp8 = te.autocast(enabled=True, recipe=recipe) if hasattr(te, "autocast") else te.fp8_autocast(enabled=True, fp8_recipe=recipe)
     else:
         fp8 = contextlib.nullcontext()  # the legacy executor wraps its forward in fp8_autocast itself
-    with fp8:
-        jitted(x).float().sum().backward()
+    try:
+        with fp8:
+            jitted(x).float().sum().backward()
+    except Exception as error:  # noqa: BLE001
+        print(f"NOT REPRODUCED: thunder raised before the linears' owner could be read (another defect): {error!r:.300}")
+        sys.exit(1)
     forward = str(thunder.last_traces(jitted)[-1])
     held = len(re.findall(HELD[EXECUTOR], forward))
     linears = len(SIZES) - 1
