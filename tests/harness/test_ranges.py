@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from teparity.gate.matrix import compatibility_matrix
-from teparity.gate.ranges import Run, Span, collapse
+from teparity.tools.matrix import compatibility_matrix
+from teparity.tools.ranges import Run, Span, collapse
 from teparity.gate.report import ParityReport, TestOutcome
 
 LOST = TestOutcome("t", "known", "no linear held by TE", known_defect="legacy-executor-loses-te-from-te-2.10")

@@ -211,7 +211,7 @@ def test_the_compatibility_matrix_has_a_verdict_per_executor_and_a_row_per_stack
 
 
 def test_an_executor_works_with_known_defects_only_where_a_check_that_runs_te_passed() -> None:
-    from teparity.gate.matrix import Footnotes, _verdict
+    from teparity.tools.matrix import Footnotes, _verdict
 
     known = TestOutcome("k", "known", "...", known_defect="grad-accumulation-fp8-state-per-cache-entry")
     works = _report("0.2.6", "2.9.0", [("numerics[delayed]", "functional", TestOutcome("n", "pass", "")),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from teparity.gate.ranges import AXES
+from teparity.tools.ranges import AXES
 from teparity.option_types import positive, whole_number
 from teparity.tools.bench import MODES
 from teparity.tools.bisect import PACKAGES, valid_version

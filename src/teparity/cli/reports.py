@@ -9,8 +9,8 @@ import os
 import sys
 from pathlib import Path
 
-from teparity.gate.matrix import compatibility_matrix
-from teparity.gate.ranges import Axis, Run
+from teparity.tools.matrix import compatibility_matrix
+from teparity.tools.ranges import Axis, Run
 from teparity.gate.report import ParityReport
 
 
@@ -148,7 +148,7 @@ def summary(path: Path, exit_status: int | str | None, failed_step: str | None =
     run (``exit_status`` empty, or a step before it failed: the report at ``path`` is not this run's). A report that
     is missing or not one is a usage error (exit 2), and the markdown still says red, for the job summary."""
     from teparity.cli.parser import GATE_DID_NOT_RUN
-    from teparity.gate.summary import gate_not_run, markdown_summary, missing_report
+    from teparity.tools.summary import gate_not_run, markdown_summary, missing_report
 
     if failed_step or exit_status == GATE_DID_NOT_RUN:
         sys.stdout.write(gate_not_run(failed_step))

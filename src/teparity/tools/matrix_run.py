@@ -166,8 +166,8 @@ def run_matrix(stacks: tuple[Stack, ...], workdir: Path, pytest_args: list[str],
 
 def _compatibility(runs: list[StackRun], workdir: Path) -> None:
     """The compatibility table of the stacks that wrote a report, by thunder build along a row."""
-    from teparity.gate.matrix import compatibility_matrix
-    from teparity.gate.ranges import Run
+    from teparity.tools.matrix import compatibility_matrix
+    from teparity.tools.ranges import Run
     from teparity.gate.report import ParityReport
 
     found = [Run(run.stack.name, Path(run.report).name, ParityReport.from_json(json.loads(Path(run.report).read_text())))

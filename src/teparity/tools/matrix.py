@@ -12,9 +12,9 @@ import re
 from collections.abc import Iterable
 
 from teparity import checks
-from teparity.gate.ranges import Axis, Run, Span, collapse
 from teparity.gate.report import NO_EXECUTOR, Cell, ParityReport
 from teparity.known.registry import BY_ID
+from teparity.tools.ranges import Axis, Run, Span, collapse
 
 #: Check name (without its parameters) -> the column it belongs to, in column order.
 FOOTNOTE_CHARS = 240
