@@ -281,9 +281,8 @@ class _GeluKeepingForwardTerms(torch.autograd.Function):
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         (recomputed,) = ctx.saved_tensors
         scaled = ctx.forward_input / math.sqrt(2)
-        cdf = 0.5 + 0.5 * torch.erf(scaled)
         density = (2 / math.sqrt(math.pi)) * torch.exp(-scaled.pow(2))
-        return cdf * grad + density * (0.5 * (recomputed * grad)) / math.sqrt(2), None
+        return _thunder_gelu_cdf(ctx.forward_input) * grad + density * (0.5 * (recomputed * grad)) / math.sqrt(2), None
 
 
 def _thunder_gelu_cdf(a: torch.Tensor) -> torch.Tensor:
