@@ -31,7 +31,7 @@ def test_a_reproduction_is_a_short_script_of_torch_thunder_and_te_alone(entry_id
     imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert "teparity" not in imported
-    assert len((repro.REPROS / f"{entry_id}.py").read_text().splitlines()) < 150
+    assert len(repro.source(entry_id).splitlines()) < 150
     assert all(verdict in source for verdict in ("REPRODUCED:", "NOT REPRODUCED:", "CANNOT RUN HERE:"))
 
 
@@ -71,6 +71,15 @@ def test_an_unknown_id_is_a_usage_error_and_an_entry_without_a_reproduction_says
     without = next(entry_id for entry_id in BY_ID if entry_id not in repro.available())
     said = _teparity("repro", without)
     assert said.returncode == 2 and f"{without} has no standalone reproduction yet" in said.stderr
+
+
+def test_a_shared_script_sets_each_entrys_executor() -> None:
+    """One script reproduces both executors' loss of TE; each entry's copy runs its own executor."""
+    for entry_id, (name, executor) in repro.SHARED.items():
+        assert (repro.REPROS / f"{name}.py").exists() and entry_id in BY_ID and entry_id.startswith(f"{executor}-")
+        assert f'\nEXECUTOR = "{executor}"\n' in repro.source(entry_id)
+    assert not [path.stem for path in repro.REPROS.glob("*.py")
+                if path.stem not in BY_ID and path.stem not in {name for name, _ in repro.SHARED.values()}]
 
 
 def test_the_issue_body_carries_the_environment_the_verdict_here_and_the_script(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,6 +5,7 @@ id, summary, ranges, cause and the newest stack a committed run showed it on."""
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 import tempfile
@@ -18,17 +19,34 @@ from teparity.known.seen import NEWEST_SEEN
 REPROS = Path(__file__).parent / "repros"
 #: What a run of a reproduction exits with, by its verdict.
 VERDICTS = {0: "REPRODUCED", 1: "NOT REPRODUCED", 2: "CANNOT RUN HERE"}
+#: Entries whose reproduction is one script for several, each with its own ``EXECUTOR``: entry -> (script, executor).
+SHARED = {
+    "legacy-executor-loses-te-from-te-2.10": ("executor-loses-te-from-te-2.10", "legacy"),
+    "functional-executor-loses-te-from-te-2.10": ("executor-loses-te-from-te-2.10", "functional"),
+}
+_EXECUTOR_LINE = 'EXECUTOR = "legacy"\n'
 
 
+@functools.cache
 def available() -> list[str]:
-    """The entries that have a reproduction."""
-    return sorted(path.stem for path in REPROS.glob("*.py"))
+    """The entries that have a reproduction: a script named for the entry, or a share of one (``SHARED``)."""
+    return sorted({path.stem for path in REPROS.glob("*.py") if path.stem in BY_ID} | set(SHARED))
+
+
+def source(entry_id: str) -> str:
+    """The script of ``entry_id``'s reproduction, without its header."""
+    if entry_id not in SHARED:
+        return (REPROS / f"{entry_id}.py").read_text()
+    name, executor = SHARED[entry_id]
+    text = (REPROS / f"{name}.py").read_text()
+    if _EXECUTOR_LINE not in text:
+        raise ValueError(f"repros/{name}.py sets no {_EXECUTOR_LINE.strip()!r} for {entry_id} to change")
+    return text.replace(_EXECUTOR_LINE, f'EXECUTOR = "{executor}"\n', 1)
 
 
 def script(entry_id: str) -> str:
     """The reproduction of ``entry_id`` with its header: what a thunder or TE developer runs and keeps."""
-    entry = BY_ID[entry_id]
-    return _header(entry) + (REPROS / f"{entry_id}.py").read_text()
+    return _header(BY_ID[entry_id]) + source(entry_id)
 
 
 def _header(entry: KnownDefect) -> str:

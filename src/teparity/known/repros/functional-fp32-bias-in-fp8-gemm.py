@@ -7,14 +7,9 @@ import sys
 
 import torch
 
-EXECUTOR = "functional"
-#: Where the executor lives (module, attribute, what its module defines), newest thunder first.
-CANDIDATES = {
-    "legacy": [("thunder.executors.transformer_engine_v1ex", "transformer_engine_v1_ex", "TELinear"),
-               ("thunder.executors.transformer_engineex", "transformer_engine_ex", "TELinear")],
-    "functional": [("thunder.executors.transformer_engineex", "transformer_engine_ex", "TransformerEngineTransform"),
-                   ("thunder.executors.transformer_engine_v2ex", "transformer_engine_v2_ex", "TransformerEngineTransformV2")],
-}
+#: Where the functional executor lives (module, attribute, its transform), newest thunder first.
+CANDIDATES = [("thunder.executors.transformer_engineex", "transformer_engine_ex", "TransformerEngineTransform"),
+              ("thunder.executors.transformer_engine_v2ex", "transformer_engine_v2_ex", "TransformerEngineTransformV2")]
 SIZES = (48, 64, 32, 16)
 
 
@@ -23,24 +18,19 @@ def cannot(why: str) -> None:
     sys.exit(2)
 
 
-def executor_options(thunder, recipe) -> dict:
-    """thunder.jit's keyword arguments that put the executor first."""
-    for module_name, attribute, marker in CANDIDATES[EXECUTOR]:
+def executor_options(thunder) -> dict:
+    """thunder.jit's keyword arguments that put the functional executor first, with its transform."""
+    for module_name, attribute, transform in CANDIDATES:
         try:
             module = importlib.import_module(module_name)
         except ImportError:
             continue
-        if hasattr(module, marker):
+        if hasattr(module, transform):
             executor = getattr(module, attribute)
             if executor is None:
                 cannot(f"{module_name}.{attribute} is None: this thunder could not import TransformerEngine")
-            options = {"executors": [executor, *thunder.get_default_executors()]}
-            if EXECUTOR == "functional":
-                options["transforms"] = [getattr(module, marker)()]
-            else:
-                options["te_fp8_recipe"] = recipe
-            return options
-    cannot(f"this thunder has no {EXECUTOR} TE executor")
+            return {"executors": [executor, *thunder.get_default_executors()], "transforms": [getattr(module, transform)()]}
+    cannot("this thunder has no functional TE executor")
 
 
 def main() -> None:
@@ -62,7 +52,7 @@ def main() -> None:
         eager.cuda()(x).sum().backward()  # eager TE casts the bias for its FP8 GEMM
     torch.manual_seed(0)
     model = torch.nn.Sequential(*(torch.nn.Linear(a, b, bias=True) for a, b in zip(SIZES, SIZES[1:]))).cuda()
-    jitted = thunder.jit(model, **executor_options(thunder, recipe))
+    jitted = thunder.jit(model, **executor_options(thunder))
     try:
         with fp8():
             jitted(x).sum().backward()

@@ -1,7 +1,8 @@
-"""From TransformerEngine 2.10 the functional TE executor of thunder 0.2.3 .. 0.2.5.dev20250824 claims no linear:
-under thunder.jit with it first (and its transform), thunder runs every linear in torch, silently, with no FP8. A bf16
-MLP of 3 linears, one training step under TE's FP8 autocast; the forward trace's symbols say who ran each linear.
-Needs an FP8 GPU (compute capability 8.9 or newer) and TransformerEngine."""
+"""From TransformerEngine 2.10 thunder's TE executor (EXECUTOR: legacy, or the functional one of thunder 0.2.3 ..
+0.2.5.dev20250824) claims no linear: under thunder.jit with it first, thunder runs every linear in torch, silently,
+with no FP8. A bf16 MLP of 3 linears, one training step (the legacy executor wraps its forward in fp8_autocast itself,
+with the recipe given to thunder.jit; the functional one runs under TE's FP8 autocast, with its transform); the
+forward trace's symbols say who ran each linear. Needs an FP8 GPU (compute capability 8.9 or newer) and TE."""
 import contextlib
 import importlib
 import re
@@ -9,7 +10,8 @@ import sys
 
 import torch
 
-EXECUTOR = "functional"
+#: The executor under test: "legacy" or "functional".
+EXECUTOR = "legacy"
 #: Where the executor lives (module, attribute, what its module defines), newest thunder first.
 CANDIDATES = {
     "legacy": [("thunder.executors.transformer_engine_v1ex", "transformer_engine_v1_ex", "TELinear"),
