@@ -40,11 +40,11 @@ EAGER_MODELS = (TORCH_LINEARS, STATE_PER_CACHE_ENTRY, FRESH_STATE_PER_RECIPE_OBJ
 
 @dataclasses.dataclass(frozen=True)
 class Architecture:
-    """A model the tests train (``ARCHITECTURES``): how the rank builds it, what it computes beside its linears, and
-    how a case of it is named. Its TE linears are its ``nn.Linear`` modules at any depth (``inrank.models.linear_names``)."""
+    """A network the tests train (``ARCHITECTURES``): how the rank builds it, what it computes beside its linears, and
+    how a case of it is named. Its TE linears are its ``nn.Linear`` modules at any depth (``inrank.networks.linear_names``)."""
 
     name: str
-    #: Its builder in the rank code, ``teparity.inrank.models.BUILDER(case.sizes, seed=, device=, dtype=, **fields)``.
+    #: Its builder in the rank code, ``teparity.inrank.networks.BUILDER(case.sizes, seed=, device=, dtype=, **fields)``.
     builder: str
     #: The ``Case`` fields the builder takes besides sizes and seed.
     case_fields: tuple[str, ...] = ()
@@ -75,7 +75,7 @@ ARCHITECTURES: dict[str, Architecture] = {
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    """A model and input shape. Feature sizes and the flattened leading size are multiples of 16."""
+    """A network and its input shape. Feature sizes and the flattened leading size are multiples of 16."""
 
     sizes: tuple[int, ...] = (32, 64, 16)
     bias: bool = True
@@ -86,7 +86,7 @@ class Case:
     #: "gelu" between linears, or None (linears only: every tensor TE sees is then bitwise equal on
     #: both sides, so the FP8 state can be compared exactly).
     activation: str | None = "gelu"
-    #: Its architecture's name in ``ARCHITECTURES``: "mlp" (``models.plain_mlp``) or "llama" (``models.llama_block``:
+    #: Its architecture's name in ``ARCHITECTURES``: "mlp" (``networks.plain_mlp``) or "llama" (``networks.llama_block``:
     #: sizes are (width, MLP width, width), lead_shape (batch, sequence); bias and activation do not apply).
     architecture: str = "mlp"
 
@@ -99,7 +99,7 @@ class Case:
 
 
 def checkpoint_recomputes(case: Case) -> tuple[int, int]:
-    """How many forward linears the backward may recompute under ``models.CheckpointedMLP``: at least
+    """How many forward linears the backward may recompute under ``networks.CheckpointedMLP``: at least
     the region's linears whose output the region consumes (by a GELU, or the next linear: all of them
     with GELUs, all but the last without; thunder.jit recomputes exactly those, seen on the CPU with
     thunder 0.2.6 and on the H200), at most every linear of the region (thunderfx recomputes the
@@ -141,7 +141,7 @@ class PairSpec:
     #: FSDP2 cannot run: ``teparity.inrank.fsdp_sides``).
     fsdp_reference: str = "fsdp2"
     #: The thunder side's layers before the last linear under ``torch.utils.checkpoint`` (non-reentrant);
-    #: eager TE runs the model without it, the numbers checkpointing must not change.
+    #: eager TE runs the network without it, the numbers checkpointing must not change.
     checkpoint: bool = _feature(False, lambda on: "activation checkpointing of every layer but the last" if on else None)
     #: How the thunder side is compiled: "jit" (``thunder.jit``) or "thunderfx" (``thunder.dynamo.thunderfx``:
     #: torch.compile with thunder as its backend).
@@ -225,7 +225,7 @@ class Pair:
     thunder: list[list[CaseRun]]
     eager_fused: list[list[CaseRun]] | None = None
     #: Where a known upstream defect with a model covers the test: that model's eager side (the spec's ``model``
-    #: names it), which thunder must match under the full rules (``teparity.gate.pairs.Pairs.judge``).
+    #: names it), which thunder must match under the full rules (``teparity.gate.pairs.Pairs.judge_against_te_or_model``).
     modeled: list[list[CaseRun]] | None = None
     model_spec: PairSpec | None = None
 

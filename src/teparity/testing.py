@@ -1,7 +1,7 @@
 """What a tier test needs, from one module (as ``torch.testing`` is for torch's tests): the checks and the reasons a
-test skips, the parity pair and its spec (``Pairs``: ``run`` a spec on the ranks, then ``judge`` it against eager TE
-and, where a known defect with a model covers the test, against that model), the scenarios of the trace tier, and
-the judges' comparisons, failures and invariants."""
+test skips, the parity pair and its spec (``Pairs``: ``run`` a spec on the ranks, then ``judge_against_te_or_model``:
+against eager TE and, where a known defect with a model covers the test, against that model), the scenarios of the
+trace tier, and the judges' comparisons, failures and invariants."""
 
 from __future__ import annotations
 

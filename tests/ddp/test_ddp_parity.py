@@ -61,7 +61,7 @@ def _assert_ddp_parity(pair: Pair, parity: Pairs) -> None:
         _assert_one_sync_per_backward(judged, parity, ctx)
         return result
 
-    result = parity.judge(pair, verdict)
+    result = parity.judge_against_te_or_model(pair, verdict)
     shape = f"{len(spec.cases)} cases x {spec.steps} steps x {spec.micro_batches} micro-batch(es)"
     if (compared := steps_compared_with_eager(spec, world_size)) < spec.steps:
         shape += f", compared with eager TE at the first {compared} step(s) (3+ ranks sum gradients in another order)"
@@ -142,7 +142,7 @@ def test_amax_reduction_stays_in_the_fp8_group(executor: str, layout: str, parit
             )
         return result
 
-    result = parity.judge(pair, verdict)
+    result = parity.judge_against_te_or_model(pair, verdict)
     parity.evidence(f"{world_size} ranks ({pair.backend}), fp8 groups {groups}: {result.summary()}{left_out(parity.env, spec)}")
 
 

@@ -38,7 +38,7 @@ CASES = (
     Case(activation=None, dtype="bfloat16"),
     Case(sizes=(48, 64, 32, 16), bias=False, lead_shape=(2, 8), activation=None, dtype="bfloat16", seed=1),
 )
-#: A llama-style block (tests/features' LLAMA) under FSDP, as thunder's own FSDP + TE test trains a llama model.
+#: A llama-style block (tests/features' LLAMA) under FSDP, as thunder's own FSDP + TE test trains a llama block.
 LLAMA = (Case(sizes=(64, 128, 64), lead_shape=(2, 16), dtype="float32", architecture="llama", seed=4),)
 #: variant -> (thunder's sharding strategy, its bucketing strategy; None: fsdp's default, NONE)
 VARIANTS = {
@@ -86,7 +86,7 @@ def _assert_fsdp_parity(pair: Pair, parity: Pairs) -> None:
             raise AssertionError("\n".join([f"{len(differences)} rank(s) part in the order of collectives; {ctx}", *differences]))
         return result
 
-    result = parity.judge(pair, verdict)
+    result = parity.judge_against_te_or_model(pair, verdict)
     shape = f"{len(spec.cases)} cases x {spec.steps} steps x {spec.micro_batches} micro-batch(es)"
     if (compared := steps_compared_with_eager(spec, world_size)) < spec.steps:
         shape += f", compared with eager TE at the first {compared} step(s) (3+ ranks reduce in another order)"

@@ -57,7 +57,7 @@ def _judge(pair: Pair) -> tuple[list[tuple[str, object]], BaseException | None]:
     noted: list[tuple[str, object]] = []
     pairs = Pairs(ENV, None, "gloo", lambda said: None, NO_GRAD, lambda key, value: noted.append((key, value)))
     try:
-        pairs.judge(pair, lambda judged: pairs.assert_parity(judged, "ctx"))
+        pairs.judge_against_te_or_model(pair, lambda judged: pairs.assert_parity(judged, "ctx"))
     except AssertionError as error:
         return noted, error
     return noted, None
@@ -177,7 +177,7 @@ def test_the_recomputed_region_is_what_the_compile_path_recomputes(monkeypatch: 
                                                                    recomputed: int, checkpointed: list[str]) -> None:
     """thunder.jit keeps the region's last GELU's forward terms, thunderfx recomputes every GELU; before
     ``since.GELU_RECOMPUTED_SINCE`` both keep every region GELU's (seen in the backward traces: docs/results/cpu-gelu-remat)."""
-    from teparity.inrank.models import plain_mlp
+    from teparity.inrank.networks import plain_mlp
     from teparity.stack import versions
 
     monkeypatch.setattr(versions, "installed_version", lambda name: thunder)
@@ -255,11 +255,11 @@ def test_a_model_of_the_llama_block_computes_silu_as_the_installed_thunder_does(
     FP8 amplified on 0.2.5); from then on torch's kernel, as eager TE."""
     import torch
 
-    from teparity.inrank import defect_models, models
+    from teparity.inrank import defect_models, networks
     from teparity.stack import versions
 
     monkeypatch.setattr(versions, "installed_version", lambda name: thunder)
-    block = models.llama_block((64, 128, 64), seed=0)
+    block = networks.llama_block((64, 128, 64), seed=0)
     defect_models.eager_model(TORCH_LINEARS, block, executor="functional")
     assert (block.silu is defect_models.thunder_silu) == theirs
     assert block.silu is defect_models.thunder_silu or block.silu is torch.nn.functional.silu
@@ -283,13 +283,13 @@ def test_each_thunderfx_case_is_compiled_as_its_own_program() -> None:
     """A second case of another shape through thunderfx compiles with static sizes, as the case would alone: without a
     Dynamo reset the same forward recompiles with symbolic sizes (SymInt inputs), where thunder up to
     0.2.3.dev20250518 loses a checkpointed region's gradients."""
-    from teparity.inrank import models, sides
+    from teparity.inrank import networks, sides
     from teparity.records import Case, PairSpec
 
     spec = PairSpec("functional", "delayed", (Case(activation=None),), steps=1, compile_path="thunderfx", checkpoint=True)
 
     def inputs_of_a_compile(sizes: tuple[int, ...], activation: str | None, lead: tuple[int, ...]) -> list[str]:
-        compiled = sides._compile(models.CheckpointedMLP(*models.plain_mlp(sizes, activation=activation)), {}, spec)
+        compiled = sides._compile(networks.CheckpointedMLP(*networks.plain_mlp(sizes, activation=activation)), {}, spec)
         compiled(torch.randn(*lead, sizes[0], requires_grad=True)).sum().backward()
         return [type(node.meta.get("example_value")).__name__ for info in compiled._backend.subgraph_infos
                 for node in info.original_graph_module.graph.nodes if node.op == "placeholder"]
@@ -330,7 +330,7 @@ def test_a_thunder_side_raise_is_judged_by_the_registry_not_against_a_model() ->
     raised.thunder[0][0].error = "ValueError: not enough values to unpack"
     pairs = Pairs(ENV, None, "gloo", lambda said: None, NO_GRAD, lambda key, value: None)
     with pytest.raises(AssertionError, match="thunder vs eager TE differs"):
-        pairs.judge(raised, verdict)
+        pairs.judge_against_te_or_model(raised, verdict)
     assert ran == [SPEC.model]
 
 
@@ -358,8 +358,8 @@ def test_the_no_sync_stash_model_accumulates_each_linears_input_grad_as_its_weig
 
 
 def test_the_linears_of_an_architecture_are_found_and_named_at_any_depth() -> None:
-    """A nested model's FP8 state is keyed by each linear's full name, not its direct children's alone."""
-    from teparity.inrank.models import linear_names
+    """A nested network's FP8 state is keyed by each linear's full name, not its direct children's alone."""
+    from teparity.inrank.networks import linear_names
 
     nested = torch.nn.Sequential(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU()), torch.nn.Linear(8, 4))
     assert linear_names(nested) == ["0.0", "1"]

@@ -232,7 +232,7 @@ SIGNATURES: dict[str, tuple[BaseException, Environment, list[tuple[str, BaseExce
         _env(),
         [
             ("one rank of two raised", _raised(ranks=1), _env()),
-            ("ddp(jit(model)) on a build before DDPTransform", _raised(
+            ("ddp(jit(module)) on a build before DDPTransform", _raised(
                 message="None had an unexpected type <class 'NoneType'>. Supported types are (<class 'torch.nn.Module'>,)",
                 functions=("ddp", "check_type", "check")), _env()),
             ("the same message from the walk to the waits", _raised(

@@ -27,7 +27,7 @@ def real_traces() -> tuple[Any, Any]:
         pytest.skip(reason)
     import thunder
 
-    from teparity.inrank.models import plain_mlp
+    from teparity.inrank.networks import plain_mlp
     from teparity.inrank.syncspy import record_fp8_syncs
     from teparity.stack.executors import executor_module, find_te_executors
     from teparity.stack.thunder_api import jit_options

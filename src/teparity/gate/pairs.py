@@ -105,7 +105,7 @@ class Pairs:
         return Pair(spec, world_size, backend, update, eager, thunder, more[0] if more else None, modeled,
                     model.applied(spec) if model is not None else None)
 
-    def judge(self, pair: Pair, verdict: Callable[[Pair], Verdict]) -> Verdict:
+    def judge_against_te_or_model(self, pair: Pair, verdict: Callable[[Pair], Verdict]) -> Verdict:
         """``verdict`` of the pair. Where a known defect's model covers the test, thunder is judged against the true
         reference first (a pass is the XPASS that retires the entry), and where it fails there, against the model by
         the same rules: it must pass there, or the test fails as ``ModelParted`` (more than the defect differs)."""

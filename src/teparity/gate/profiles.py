@@ -1,4 +1,4 @@
-"""hypothesis's profiles for the numerics tier's drawn models: a small one while developing, and a derandomized
+"""hypothesis's profiles for the numerics tier's drawn networks: a small one while developing, and a derandomized
 one without an example database in CI (``CI`` set, or ``TEPARITY_HYPOTHESIS_PROFILE=ci``)."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 a known defect covers still compares every output, gradient and FP8 state, against the model
 (``teparity.records.EAGER_MODELS`` names them; ``teparity.known.models`` says which entry each serves).
 
-Each is an ``nn.Module`` over the plain model's parameters: ``choose(recipe, synced)`` runs before each forward (the
+Each is an ``nn.Module`` over the plain network's parameters: ``choose(recipe, synced)`` runs before each forward (the
 recipe object of the step; whether the micro-batch all-reduces its gradients), ``state_module()`` is the module whose
 FP8 state a step's snapshot reads (the one thunder's last trace holds).
 """
@@ -19,7 +19,7 @@ from typing import Any, Literal
 import torch
 
 from teparity.inrank.fp8state import live_scaling_tensors
-from teparity.inrank.models import te_twin
+from teparity.inrank.networks import te_twin
 from teparity.records import (
     BF16_COPIES,
     FRESH_STATE_PER_RECIPE_OBJECT,
@@ -38,7 +38,7 @@ class _Model(torch.nn.Module):
         raise NotImplementedError
 
     def trained(self) -> torch.nn.Module:
-        """The module whose parameters the optimizer steps (named as the plain model's)."""
+        """The module whose parameters the optimizer steps (named as the plain network's)."""
         return self.state_module()
 
 
@@ -57,7 +57,7 @@ class TorchLinears(_Model):
 
 
 def tie_parameters(source: torch.nn.Module, target: torch.nn.Module) -> None:
-    """Make ``target`` train ``source``'s very parameters (same names), so that two twins are one model with two
+    """Make ``target`` train ``source``'s very parameters (same names), so that two twins are one network with two
     FP8 states."""
     for name, parameter in source.named_parameters():
         owner, _, leaf = name.rpartition(".")
@@ -65,7 +65,7 @@ def tie_parameters(source: torch.nn.Module, target: torch.nn.Module) -> None:
 
 
 class _Twins(_Model):
-    """``te.Linear`` twins of the plain model sharing its parameters, each with its own FP8 state, as each thunder
+    """``te.Linear`` twins of the plain network sharing its parameters, each with its own FP8 state, as each thunder
     cache entry or recipe state is; ``forward`` runs the chosen one."""
 
     def __init__(self, plain: torch.nn.Module) -> None:

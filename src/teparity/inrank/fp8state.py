@@ -1,6 +1,6 @@
 """FP8 scaling state of eager TE modules and of thunder's TE executors, in one normalized shape.
 
-A snapshot maps each linear (its name in the model, "0", "2", ...) to its tensor roles, each with
+A snapshot maps each linear (its name in the network, "0", "2", ...) to its tensor roles, each with
 ``amax_history`` (``[L]``) and ``scale`` (``[]``), on the CPU:
 
     {"0": {"input": {...}, "weight": {...}, "grad_output": {...}}, ...}
@@ -50,16 +50,16 @@ def _scaling_states(module: Any) -> tuple[Any, Any]:
     return meta.get("scaling_fwd"), meta.get("scaling_bwd")
 
 
-def live_scaling_tensors(model: Any) -> list[Any]:
-    """The delayed-scaling tensors themselves (not copies) of every TE module in ``model``: to put a state back."""
-    return [tensor for child in model.modules() for state in _scaling_states(child)
+def live_scaling_tensors(network: Any) -> list[Any]:
+    """The delayed-scaling tensors themselves (not copies) of every TE module in ``network``: to put a state back."""
+    return [tensor for child in network.modules() for state in _scaling_states(child)
             for name in ("amax_history", "scale", "scale_inv") if (tensor := getattr(state, name, None)) is not None]
 
 
-def eager_snapshot(model: Any) -> Snapshot:
-    """State of every TE module in an eager model (unwraps torch DDP)."""
-    model = getattr(model, "module", model)
-    return {name: state for name, child in model.named_children() if (state := _module_state(child))}
+def eager_snapshot(network: Any) -> Snapshot:
+    """State of every TE module in an eager network (unwraps torch DDP)."""
+    network = getattr(network, "module", network)
+    return {name: state for name, child in network.named_children() if (state := _module_state(child))}
 
 
 def forward_roles(snapshot: Snapshot) -> Snapshot:
@@ -139,14 +139,14 @@ def parameters_behind(trace: Any, weights: list[Any], linear_names: list[str]) -
 def _by_name(linear_names: list[str], states: list[dict[str, dict[str, Any]]], weights: list[str | None]) -> Snapshot:
     """Name each linear's state: by the parameter behind its weight argument where every one has one
     (``parameters_behind``: independent linears that thunder reorders keep their names), else in trace
-    order (a chain of linears: the trace keeps the model's order). No TE linear at all is a fallback that
+    order (a chain of linears: the trace keeps the network's order). No TE linear at all is a fallback that
     the TE-claims check reports first (an empty snapshot); some but not all cannot be matched to names
     and raises."""
     if not states:
         return {}
     if len(states) != len(linear_names):
         raise AssertionError(
-            f"found FP8 state for {len(states)} TE linears, the model has {len(linear_names)} ({linear_names})"
+            f"found FP8 state for {len(states)} TE linears, the network has {len(linear_names)} ({linear_names})"
         )
     by_proxy = {_parameter_proxy_name(name): name for name in linear_names}
     if all(weight in by_proxy for weight in weights) and len(set(weights)) == len(weights):

@@ -26,23 +26,11 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from teparity.inrank import fp8state, sides
-from teparity.inrank.fsdp_transform import fully_shard_model, gather_shard
-from teparity.inrank.sides import (
-    ThunderStyleAccumulation,
-    _device,
-    _grad_output,
-    _input,
-    _model,
-    _thunder_snapshot,
-    eager_module,
-    te_scale_update,
-    thunder_no_sync,
-)
-from teparity.inrank.syncspy import record_fp8_syncs
-from teparity.records import CaseRun, PairSpec, ScaleUpdate, Side, StepRecord
-from teparity.stack import recipes
-from teparity.stack.executors import find_te_executors
+from teparity.inrank import sides
+from teparity.inrank.fsdp_transform import fully_shard_network, gather_shard
+from teparity.inrank.sides import Program, ThunderStyleAccumulation, eager_module, te_scale_update, thunder_fp8, thunder_no_sync
+from teparity.records import Case, CaseRun, PairSpec, ScaleUpdate, Side
+from teparity.stack.executors import ExecutorInfo
 from teparity.stack.te_api import te_autocast
 from teparity.stack.thunder_api import jit_fsdp, jit_options
 
@@ -61,7 +49,7 @@ def run_thunder_fsdp(rank: int, world_size: int, spec: PairSpec) -> list[CaseRun
 def _run_side(side: Side, rank: int, world_size: int, spec: PairSpec) -> list[CaseRun]:
     if spec.fsdp not in ("ZERO2", "ZERO3"):
         raise ValueError(f"an FSDP side needs spec.fsdp ZERO2 or ZERO3, not {spec.fsdp!r}")
-    return sides._run_side(side, rank, world_size, spec, _run_case)
+    return sides._run_side(side, rank, world_size, spec, _program)
 
 
 def _mesh() -> Any:
@@ -72,66 +60,16 @@ def _mesh() -> Any:
     return DeviceMesh.from_group(dist.group.WORLD, "cuda")
 
 
-def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -> None:
-    import torch
-
-    from teparity.inrank.models import linear_names
-
-    case = run.case
-    device = _device()
-    recipe = recipes.build(spec.recipe_id)
-    plain = _model(case, device)
-    run.linear_names = linear_names(plain)
-    info = find_te_executors()[spec.executor]
-    choose, state_module = (lambda recipe, synced: None), None
+def _program(side: Side, plain: Any, spec: PairSpec, group: Any, case: Case, info: ExecutorInfo, recipe: Any) -> Program:
+    """A side's program for ``sides``' step loop: its parameters sorted by name (each gradient's gather is a
+    collective, in one order on every rank), only the last micro-batch's input requiring grad."""
     if side == "eager":
-        module = eager_module(plain, spec, group, case)
-        model, parameters, full, sync, finish = _eager_reference(module, spec)
-        if spec.model is not None:
-            choose, state_module, parameters = module.choose, module.state_module, dict(module.trained().named_parameters())
-        if spec.input_grad_as_weight_grad:
-            choose = _stashing_input_grads(module, choose)
-        autocast = lambda: te_autocast(recipe, group)  # noqa: E731
+        program = _eager_reference(eager_module(plain, spec, group, case), spec, group)
     else:
-        model, parameters, full, sync, finish = _thunder_fsdp(plain, spec, info, recipe, device)
-        # As in sides: the legacy executor wraps its forward in fp8_autocast itself.
-        autocast = (lambda: contextlib.nullcontext()) if spec.executor == "legacy" else (lambda: te_autocast(recipe, group))
-
-    optimizer = torch.optim.SGD(list(parameters.values()), lr=spec.lr)
-    with record_fp8_syncs(None) as syncs:
-        for step in range(spec.steps):
-            before = syncs.backward_calls()
-            outputs, input_grads = [], []
-            with contextlib.ExitStack() as accumulating:  # one span of micro-batches without the reduction
-                if spec.micro_batches > 1:
-                    accumulating.enter_context(sync(False))
-                for micro in range(spec.micro_batches):
-                    last = micro == spec.micro_batches - 1
-                    if last:
-                        accumulating.close()
-                    # A no-sync backward of thunder's FSDP stashes the unsharded parameter gradients and returns none,
-                    # an input's neither (``stash_unsharded_grads_and_return_none_as_grads``): only the last micro-batch's
-                    # input requires grad, on both sides.
-                    x = _input(case, step=step, micro=micro, rank=rank, device=device, requires_grad=last)
-                    choose(recipe, last)
-                    with autocast():
-                        y = model(x)
-                    y.backward(_grad_output(case, step=step, micro=micro, rank=rank, device=device).to(y.dtype))
-                    outputs.append(y.detach().float().cpu())
-                    input_grads.append(None if x.grad is None else x.grad.detach().float().cpu())
-            finish()
-            torch.cuda.synchronize()
-            # Sorted: each gather is a collective, in the same order on every rank.
-            grads = {n: full(n, p.grad).detach().float().cpu().clone() for n, p in sorted(parameters.items())
-                     if p.grad is not None}
-            if side == "eager":
-                state = fp8state.eager_snapshot(state_module() if state_module else model)
-            else:
-                state = _thunder_snapshot(run, model, rank, info, recipe, spec)
-            run.steps.append(StepRecord(outputs, input_grads, grads, state, syncs.backward_calls() - before))
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-    run.sync_mode = syncs.mode
+        program = _thunder_fsdp(plain, spec, group, info, recipe)
+    program.parameters = dict(sorted(program.parameters.items()))
+    program.input_grad_last_only = True
+    return program
 
 
 def _stashing_input_grads(module: Any, choose: Callable[[Any, bool], None]) -> Callable[[Any, bool], None]:
@@ -147,42 +85,45 @@ def _stashing_input_grads(module: Any, choose: Callable[[Any, bool], None]) -> C
     return both
 
 
-Program = tuple[Any, dict[str, Any], Callable[[str, Any], Any], Callable[[bool], Any], Callable[[], None]]
-
-
-def _eager_reference(module: Any, spec: PairSpec) -> Program:
+def _eager_reference(module: Any, spec: PairSpec, group: Any) -> Program:
     """The eager side: the ``te.Linear`` twins (or a defect model of them: ``sides.eager_module``) under the spec's
-    reference (module docstring); the model, the parameters it steps, how a gradient becomes full, and the context
-    of a micro-batch (its gradient reduced, or not)."""
+    reference (module docstring): the network, the parameters it steps, how a gradient becomes full, and the context
+    of a micro-batch whose gradient is not reduced."""
     import torch
 
+    fp8 = lambda recipe: te_autocast(recipe, group)  # noqa: E731
     if spec.fsdp_reference == "ddp":
         device_ids = [torch.cuda.current_device()] if torch.distributed.get_backend() == "nccl" else None
-        model: Any = torch.nn.parallel.DistributedDataParallel(module, device_ids=device_ids)
+        network: Any = torch.nn.parallel.DistributedDataParallel(module, device_ids=device_ids)
         trained = module.trained() if spec.model is not None else module
-        accumulation = ThunderStyleAccumulation(model, dict(trained.named_parameters()))
-        sync = lambda reduce: contextlib.nullcontext() if reduce else accumulation.span()  # noqa: E731
-        return model, dict(model.module.named_parameters()), lambda name, grad: grad, sync, accumulation.finish
+        accumulation = ThunderStyleAccumulation(network, dict(trained.named_parameters()))
+        program = Program(network, dict(network.module.named_parameters()), fp8, accumulation.span, finish=accumulation.finish)
+        if spec.model is not None:
+            program.choose, program.state_module = module.choose, module.state_module
+            program.parameters = dict(module.trained().named_parameters())
+        if spec.input_grad_as_weight_grad:
+            program.choose = _stashing_input_grads(module, program.choose)
+        return program
     if spec.model is not None:
         raise NotImplementedError(f"the defect model {spec.model} under torch FSDP2: the fsdp tier models defects against "
                                   "its DDP reference only (gloo ranks sharing a GPU)")
-    model = fully_shard_model(module, spec.fsdp, mesh=_mesh(), keep_attributes=True)
+    network = fully_shard_network(module, spec.fsdp, mesh=_mesh(), keep_attributes=True)
 
     @contextlib.contextmanager
-    def sync(reduce: bool) -> Iterator[None]:
-        model.set_requires_gradient_sync(reduce)
+    def no_sync() -> Iterator[None]:
+        network.set_requires_gradient_sync(False)
         try:
             yield
         finally:
-            model.set_requires_gradient_sync(True)
+            network.set_requires_gradient_sync(True)
 
-    return model, dict(model.named_parameters()), lambda name, grad: grad.full_tensor(), sync, lambda: None
+    return Program(network, dict(network.named_parameters()), fp8, no_sync, full=lambda name, grad: grad.full_tensor())
 
 
-def _thunder_fsdp(plain: Any, spec: PairSpec, info: Any, recipe: Any, device: str) -> Program:
-    """The thunder side: thunder's FSDP of the jitted model, its shards gathered to full gradients."""
+def _thunder_fsdp(plain: Any, spec: PairSpec, group: Any, info: ExecutorInfo, recipe: Any) -> Program:
+    """The thunder side: thunder's FSDP of the jitted network, its shards gathered to full gradients."""
     shapes = {name: tuple(p.shape) for name, p in plain.named_parameters()}
-    model = jit_fsdp(plain, jit_options(info, recipe), spec.fsdp, device, spec.fsdp_bucketing)
-    parameters = {name: model.get_parameter(name) for name in shapes}
-    sync = lambda reduce: contextlib.nullcontext() if reduce else thunder_no_sync(model)()  # noqa: E731
-    return model, parameters, lambda name, grad: gather_shard(grad, shapes[name]), sync, lambda: None
+    compiled = jit_fsdp(plain, jit_options(info, recipe), spec.fsdp, sides._device(), spec.fsdp_bucketing)
+    parameters = {name: compiled.get_parameter(name) for name in shapes}
+    return Program(compiled, parameters, thunder_fp8(spec, group), thunder_no_sync(compiled),
+                   full=lambda name, grad: gather_shard(grad, shapes[name]))

@@ -54,7 +54,7 @@ def gather_shard(shard: Any, shape: tuple[int, ...], group: Any = None) -> Any:
     return full[: shape[0]].reshape(shape)
 
 
-def fully_shard_model(model: Any, sharding: str, mesh: Any = None, keep_attributes: bool = False) -> Any:
+def fully_shard_network(network: Any, sharding: str, mesh: Any = None, keep_attributes: bool = False) -> Any:
     """torch FSDP2 on every linear and then the root, as TE's own FSDP2 test does
     (tests/pytorch/distributed/run_fsdp2_model.py): ZERO2 -> ``reshard_after_forward=False``, ZERO3 ->
     True. ``keep_attributes``: put back the attributes TE sets on its parameters, which sharding drops."""
@@ -68,38 +68,38 @@ def fully_shard_model(model: Any, sharding: str, mesh: Any = None, keep_attribut
     if sharding not in ("ZERO2", "ZERO3"):
         raise ValueError(f"unknown sharding {sharding!r}: ZERO2 or ZERO3")
     reshard = sharding == "ZERO3"
-    saved = {name: dict(vars(p)) for name, p in model.named_parameters()} if keep_attributes else {}
+    saved = {name: dict(vars(p)) for name, p in network.named_parameters()} if keep_attributes else {}
     options: dict[str, Any] = {"reshard_after_forward": reshard}
     if mesh is not None:
         options["mesh"] = mesh
-    for layer in model:
+    for layer in network:
         if isinstance(layer, torch.nn.Linear) or hasattr(layer, "fp8_meta"):
             fully_shard(layer, **options)
-    fully_shard(model, **options)
-    for name, p in model.named_parameters():
+    fully_shard(network, **options)
+    for name, p in network.named_parameters():
         for attribute, value in saved.get(name, {}).items():
             setattr(p, attribute, value)
-    return model
+    return network
 
 
 def fsdp_transform_run(rank: int, world_size: int, spec: FsdpTransformSpec) -> DdpTransformRun:
     """``spec.steps`` SGD steps of ``plain_mlp`` under thunder's FSDP or torch FSDP2 with rank-dependent
     inputs. The thunder side returns its exception instead of raising (an FSDP transform that cannot take
-    the model raises at trace construction, on every rank alike, before any collective)."""
+    the network raises at trace construction, on every rank alike, before any collective)."""
 
-    from teparity.inrank.models import plain_mlp
+    from teparity.inrank.networks import plain_mlp
 
-    model = plain_mlp(spec.sizes, seed=0, activation=spec.activation)
-    shapes = {name: tuple(p.shape) for name, p in model.named_parameters()}
+    network = plain_mlp(spec.sizes, seed=0, activation=spec.activation)
+    shapes = {name: tuple(p.shape) for name, p in network.named_parameters()}
     if spec.side == "torch":
         # On the CPU even where a GPU is visible: FSDP2's default mesh is the accelerator's.
         from torch.distributed.device_mesh import init_device_mesh
 
-        sharded = fully_shard_model(model, spec.sharding, mesh=init_device_mesh("cpu", (world_size,)))
+        sharded = fully_shard_network(network, spec.sharding, mesh=init_device_mesh("cpu", (world_size,)))
         parameters = dict(sharded.named_parameters())
         return transform_steps(rank, spec, sharded, parameters, seeds=(4, 5), full=lambda name, grad: grad.full_tensor())
     try:
-        jitted = jit_fsdp(model, {}, spec.sharding, "cpu", spec.bucketing)
+        jitted = jit_fsdp(network, {}, spec.sharding, "cpu", spec.bucketing)
         parameters = {name: jitted.get_parameter(name) for name in shapes}
         run = transform_steps(rank, spec, jitted, parameters, seeds=(4, 5), full=lambda name, grad: gather_shard(grad, shapes[name]))
     except Exception as error:

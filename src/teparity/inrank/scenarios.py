@@ -48,16 +48,16 @@ def legacy_sync_run(rank: int, world_size: int, spec: LegacySyncSpec) -> LegacyS
     import thunder
     import torch
 
-    from teparity.inrank.models import plain_mlp, seeded_input
+    from teparity.inrank.networks import plain_mlp, seeded_input
 
     info = find_te_executors()["legacy"]
-    model = plain_mlp(spec.sizes, seed=0, device=spec.device)
+    network = plain_mlp(spec.sizes, seed=0, device=spec.device)
     if spec.fsdp:
-        jitted = jit_fsdp(model, jit_options(info), spec.fsdp, spec.device)
+        jitted = jit_fsdp(network, jit_options(info), spec.fsdp, spec.device)
     elif spec.ddp:
-        jitted = jit_ddp(model, jit_options(info))
+        jitted = jit_ddp(network, jit_options(info))
     else:
-        jitted = thunder.jit(model, **jit_options(info))
+        jitted = thunder.jit(network, **jit_options(info))
     per_step = []
     with record_fp8_syncs(executor_module(info)) as record:
         for step in range(spec.steps):
@@ -110,16 +110,16 @@ def ddp_transform_run(rank: int, world_size: int, spec: DdpTransformSpec) -> Ddp
     raises at trace construction, on every rank alike, before any collective (docs/facts.md)."""
     import torch
 
-    from teparity.inrank.models import plain_mlp
+    from teparity.inrank.networks import plain_mlp
 
-    model = plain_mlp(spec.sizes, seed=0, activation=spec.activation)
+    network = plain_mlp(spec.sizes, seed=0, activation=spec.activation)
     if spec.side == "torch":
-        return transform_steps(rank, spec, torch.nn.parallel.DistributedDataParallel(model), dict(model.named_parameters()))
+        return transform_steps(rank, spec, torch.nn.parallel.DistributedDataParallel(network), dict(network.named_parameters()))
     info = find_te_executors()[spec.executor] if spec.executor else None
     options = jit_options(info) if info else {}
     bucket = {} if spec.bucket_size_in_mb is None else {"bucket_size_in_mb": spec.bucket_size_in_mb}
-    jitted = jit_ddp(model, options, **bucket)
-    parameters = {name: jitted.get_parameter(name) for name, _ in model.named_parameters()}
+    jitted = jit_ddp(network, options, **bucket)
+    parameters = {name: jitted.get_parameter(name) for name, _ in network.named_parameters()}
     syncs = record_fp8_syncs(executor_module(info)) if info else contextlib.nullcontext()
     try:
         with syncs:
@@ -137,23 +137,23 @@ def backward_collectives(jitted: Any) -> tuple[str, ...]:
 
 
 def transform_steps(
-    rank: int, spec: Any, model: Any, parameters: dict[str, Any], *, seeds: tuple[int, int] = (2, 3),
+    rank: int, spec: Any, network: Any, parameters: dict[str, Any], *, seeds: tuple[int, int] = (2, 3),
     full: Any = None,
 ) -> DdpTransformRun:
-    """``spec.steps`` SGD steps of a data-parallel ``model`` on the CPU, fp32, with rank-dependent inputs
+    """``spec.steps`` SGD steps of a data-parallel ``network`` on the CPU, fp32, with rank-dependent inputs
     (``seeds``: the input's and the output gradient's test seeds): per step the output, the input gradient
     and the parameter gradients, each through ``full(name, grad)`` where the gradient is a shard (FSDP:
     gathered in sorted name order, the same collectives in the same order on every rank)."""
     import torch
 
-    from teparity.inrank.models import seeded_input
+    from teparity.inrank.networks import seeded_input
 
     optimizer = torch.optim.SGD(list(parameters.values()), lr=spec.lr)
     outputs, input_grads, param_grads = [], [], []
     for step in range(spec.steps):
         x = seeded_input((spec.batch, spec.sizes[0]), test_seed=seeds[0], step=step, rank=rank, device="cpu", dtype=torch.float32)
         x.requires_grad_(spec.input_requires_grad)
-        y = model(x)
+        y = network(x)
         y.backward(seeded_input(tuple(y.shape), test_seed=seeds[1], step=step, rank=rank, device="cpu", dtype=torch.float32))
         outputs.append(y.detach().clone())
         input_grads.append(None if x.grad is None else x.grad.detach().clone())

@@ -7,7 +7,7 @@ output, the gradients (input and parameters, after the all-reduce), the FP8 stat
 syncs that ran; the thunder side also the trace summaries. The data is in ``teparity.records``.
 
 Each side is a run of its own on the ranks. TE keeps every delayed-scaling module in global amax
-buffers and each update rolls all of them, so an eager model and a thunder one in one run would update
+buffers and each update rolls all of them, so an eager network and a thunder one in one run would update
 each other's state (docs/facts.md); between runs, fresh processes or the reset of
 ``teparity.inrank.task.in_rank`` keep the sides independent.
 """
@@ -49,7 +49,7 @@ def _dtype(name: str) -> Any:
 
 
 def _input(case: Case, *, step: int, micro: int, rank: int, device: str, requires_grad: bool) -> Any:
-    from teparity.inrank.models import seeded_input
+    from teparity.inrank.networks import seeded_input
 
     x = seeded_input(
         (*case.lead_shape, case.sizes[0]), test_seed=case.seed * 1000 + micro, step=step, rank=rank,
@@ -59,7 +59,7 @@ def _input(case: Case, *, step: int, micro: int, rank: int, device: str, require
 
 
 def _grad_output(case: Case, *, step: int, micro: int, rank: int, device: str) -> Any:
-    from teparity.inrank.models import seeded_input
+    from teparity.inrank.networks import seeded_input
 
     return seeded_input(
         (*case.lead_shape, case.sizes[-1]), test_seed=case.seed * 1000 + 500 + micro, step=step, rank=rank,
@@ -98,13 +98,13 @@ def run_thunder(rank: int, world_size: int, spec: PairSpec) -> list[CaseRun]:
     return _run_side("thunder", rank, world_size, spec)
 
 
-def _run_side(side: Side, rank: int, world_size: int, spec: PairSpec, run_case: Any = None) -> list[CaseRun]:
-    """Every case of the spec on this rank's GPU, each by ``run_case`` (default ``_run_case``)."""
+def _run_side(side: Side, rank: int, world_size: int, spec: PairSpec, build: Builder | None = None) -> list[CaseRun]:
+    """Every case of the spec on this rank's GPU, each trained as the program ``build`` makes (default ``_program``)."""
     import torch
 
     torch.cuda.set_device(_device())
     group = _fp8_group(spec, rank, world_size)
-    return [_run_case_or_record(side, spec, case, rank, world_size, group, run_case) for case in spec.cases]
+    return [_run_case_or_record(side, spec, case, rank, world_size, group, build) for case in spec.cases]
 
 
 UNFUSED_UPDATE_VARIABLE = "NVTE_UNFUSED_FP8_UPDATE"
@@ -119,13 +119,13 @@ def te_scale_update(update: ScaleUpdate) -> Any:
 
 
 def _run_case_or_record(
-    side: Side, spec: PairSpec, case: Case, rank: int, world_size: int, group: Any, run_case: Any = None
+    side: Side, spec: PairSpec, case: Case, rank: int, world_size: int, group: Any, build: Builder | None = None
 ) -> CaseRun:
-    """One case (by ``run_case``, default ``_run_case``); with one process a case that raises is recorded
+    """One case (its program by ``build``, default ``_program``); with one process a case that raises is recorded
     (the others still run and compare)."""
     run = CaseRun(case=case, steps=[], linear_names=[])
     try:
-        (run_case or _run_case)(side, spec, run, rank, group)
+        _run_case(side, spec, run, rank, group, build)
     except Exception as error:
         if world_size > 1:  # a rank that goes on alone would meet its peers in the wrong collective
             if hasattr(error, "add_note"):  # Python 3.11+: the traceback then names the case
@@ -139,12 +139,13 @@ def _run_case_or_record(
 
 
 @dataclasses.dataclass
-class _Program:
-    """One side's program, ready to train: the model, the parameters its optimizer steps (and whose gradients
-    are compared), its FP8 autocast for a recipe, and its context for a micro-batch without the gradient
-    all-reduce; a defect model's ``choose`` before each forward and the module whose FP8 state a step reads."""
+class Program:
+    """One side's program, ready to train: the network, the parameters its optimizer steps and whose gradients are
+    compared (in this order: an FSDP gradient's gather is a collective, in one order on every rank), its FP8 autocast
+    for a recipe, and its context for a micro-batch without the gradient reduction; a defect model's ``choose``
+    before each forward and the module whose FP8 state a step reads."""
 
-    model: Any
+    network: Any
     parameters: dict[str, Any]
     fp8: Callable[[Any], Any]
     no_sync: Callable[[], Any]
@@ -152,15 +153,24 @@ class _Program:
     state_module: Callable[[], Any] | None = None
     #: After a step's last backward (the eager side's ``ThunderStyleAccumulation.finish``).
     finish: Callable[[], None] = lambda: None
+    #: A parameter's whole gradient from what its ``grad`` holds (an FSDP shard gathered, a DTensor made full).
+    full: Callable[[str, Any], Any] = lambda name, grad: grad
+    #: Only the last micro-batch's input requires grad: a no-sync backward of thunder's FSDP stashes the unsharded
+    #: parameter gradients and returns none, an input's neither (``stash_unsharded_grads_and_return_none_as_grads``).
+    input_grad_last_only: bool = False
+
+
+#: How a side builds its program: ``(side, plain network, spec, FP8 group, case, executor, first recipe) -> Program``.
+Builder = Callable[[Side, Any, PairSpec, Any, Case, ExecutorInfo, Any], Program]
 
 
 def eager_module(plain: Any, spec: PairSpec, group: Any, case: Case) -> Any:
-    """The eager side's module: the model's ``te.Linear`` twin, or the spec's defect model of it
+    """The eager side's module: the network's ``te.Linear`` twin, or the spec's defect model of it
     (``teparity.inrank.defect_models``)."""
-    from teparity.inrank import models
+    from teparity.inrank import networks
 
     if spec.model is None:
-        return models.te_twin(plain)
+        return networks.te_twin(plain)
     from teparity.inrank.defect_models import eager_model
     from teparity.records import checkpoint_recomputes
 
@@ -170,7 +180,11 @@ def eager_module(plain: Any, spec: PairSpec, group: Any, case: Case) -> Any:
                        group=group)
 
 
-def _eager_program(plain: Any, spec: PairSpec, group: Any, case: Case) -> _Program:
+def _program(side: Side, plain: Any, spec: PairSpec, group: Any, case: Case, info: ExecutorInfo, first_recipe: Any) -> Program:
+    return _eager_program(plain, spec, group, case) if side == "eager" else _thunder_program(plain, spec, group, info, first_recipe)
+
+
+def _eager_program(plain: Any, spec: PairSpec, group: Any, case: Case) -> Program:
     """Eager TE (or a defect model of it: ``eager_module``), under torch DDP where the spec asks."""
     import torch
 
@@ -178,51 +192,54 @@ def _eager_program(plain: Any, spec: PairSpec, group: Any, case: Case) -> _Progr
         raise NotImplementedError("the no-sync stash of input gradients is a defect of thunder's FSDP: its model runs "
                                   "on the fsdp tier's eager side (teparity.inrank.fsdp_sides)")
     module = eager_module(plain, spec, group, case)
-    model: Any = module
+    network: Any = module
     if spec.ddp:
         device_ids = [torch.cuda.current_device()] if torch.distributed.get_backend() == "nccl" else None
-        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
+        network = torch.nn.parallel.DistributedDataParallel(network, device_ids=device_ids)
     fp8 = lambda recipe: te_autocast(recipe, group)  # noqa: E731
     parameters = dict((module.trained() if spec.model is not None else module).named_parameters())
     no_sync, finish = contextlib.nullcontext, lambda: None
     if spec.ddp:
-        accumulation = ThunderStyleAccumulation(model, parameters)
+        accumulation = ThunderStyleAccumulation(network, parameters)
         no_sync, finish = accumulation.span, accumulation.finish
     if spec.model is None:
-        return _Program(model, parameters, fp8, no_sync, finish=finish)
-    return _Program(model, parameters, fp8, no_sync, module.choose, module.state_module, finish)
+        return Program(network, parameters, fp8, no_sync, finish=finish)
+    return Program(network, parameters, fp8, no_sync, module.choose, module.state_module, finish)
 
 
-def _thunder_program(plain: Any, spec: PairSpec, group: Any, info: ExecutorInfo, first_recipe: Any) -> _Program:
+def thunder_fp8(spec: PairSpec, group: Any) -> Callable[[Any], Any]:
+    """The thunder side's FP8 context for a recipe: the legacy executor wraps its forward in fp8_autocast itself (with
+    no group); the functional one reads the recipe (and group) from the caller's autocast."""
+    if spec.executor == "legacy":
+        return lambda recipe: contextlib.nullcontext()
+    return lambda recipe: te_autocast(recipe, group)
+
+
+def _thunder_program(plain: Any, spec: PairSpec, group: Any, info: ExecutorInfo, first_recipe: Any) -> Program:
     """thunder + the executor, compiled by the spec's path (under thunder's DDP where the spec asks)."""
-    from teparity.inrank import models
+    from teparity.inrank import networks
 
-    program = models.CheckpointedMLP(*plain) if spec.checkpoint else plain
-    model = _compile(program, jit_options(info, first_recipe), spec)
+    program = networks.CheckpointedMLP(*plain) if spec.checkpoint else plain
+    compiled = _compile(program, jit_options(info, first_recipe), spec)
     if spec.compile_path == "thunderfx":
         parameters = dict(plain.named_parameters())  # torch.compile trains the module's own parameters
     else:
-        parameters = {name: model.get_parameter(name) for name, _ in plain.named_parameters()}
-    # The legacy executor wraps its forward in fp8_autocast itself (with no group); the functional one reads the
-    # recipe (and group) from the caller's autocast.
-    fp8 = (lambda recipe: contextlib.nullcontext()) if spec.executor == "legacy" else (lambda recipe: te_autocast(recipe, group))
-    return _Program(model, parameters, fp8, thunder_no_sync(model) if spec.ddp else contextlib.nullcontext)
+        parameters = {name: compiled.get_parameter(name) for name, _ in plain.named_parameters()}
+    return Program(compiled, parameters, thunder_fp8(spec, group), thunder_no_sync(compiled) if spec.ddp else contextlib.nullcontext)
 
 
-def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -> None:
-    """Fill ``run`` step by step; the thunder side's traces as soon as the first backward has run."""
+def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any, build: Builder | None = None) -> None:
+    """Fill ``run`` step by step with the program ``build`` makes (default ``_program``); the thunder side's traces as
+    soon as the first backward has run. The one step loop of every parity side (the fsdp tier's too)."""
     import torch
 
-    from teparity.inrank import models
+    from teparity.inrank import networks
 
-    plain = _model(run.case, _device())
-    run.linear_names = models.linear_names(plain)
+    plain = _network(run.case, _device())
+    run.linear_names = networks.linear_names(plain)
     info = find_te_executors()[spec.executor]
     recipe_at = _recipe_schedule(spec)
-    if side == "eager":
-        program = _eager_program(plain, spec, group, run.case)
-    else:
-        program = _thunder_program(plain, spec, group, info, recipe_at(0))
+    program = (build or _program)(side, plain, spec, group, run.case, info, recipe_at(0))
     optimizer = torch.optim.SGD(list(program.parameters.values()), lr=spec.lr)
     # Both sides alike: where thunder's DDP transform cannot take it, no input requires grad.
     input_grad = spec.train and not (spec.ddp and no_input_grad_under_ddp(installed_version("lightning-thunder")))
@@ -230,7 +247,8 @@ def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -
         for step in range(spec.steps):
             recipe, before = recipe_at(step), syncs.backward_calls()
             outputs, input_grads = _micro_batches(spec, run.case, program, recipe, step, rank, input_grad)
-            grads = {n: p.grad.detach().float().cpu().clone() for n, p in program.parameters.items() if p.grad is not None}
+            grads = {n: program.full(n, p.grad).detach().float().cpu().clone() for n, p in program.parameters.items()
+                     if p.grad is not None}
             state = _step_state(side, run, program, rank, info, recipe, spec)
             run.steps.append(StepRecord(outputs, input_grads, grads, state, syncs.backward_calls() - before))
             if spec.train:
@@ -239,7 +257,7 @@ def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -
     run.sync_mode = syncs.mode
 
 
-def _micro_batches(spec: PairSpec, case: Case, program: _Program, recipe: Any, step: int, rank: int,
+def _micro_batches(spec: PairSpec, case: Case, program: Program, recipe: Any, step: int, rank: int,
                    input_grad: bool) -> tuple[list[Any], list[Any]]:
     """One step's forward (and backward) passes: the outputs and input gradients of each micro-batch, all but the
     last inside one ``no_sync`` span (as a training loop accumulates: thunder's ``ThunderModule.no_sync`` all-reduces
@@ -255,10 +273,11 @@ def _micro_batches(spec: PairSpec, case: Case, program: _Program, recipe: Any, s
             last = micro == spec.micro_batches - 1
             if last:
                 accumulating.close()
-            x = _input(case, step=step, micro=micro, rank=rank, device=device, requires_grad=input_grad)
+            requires_grad = input_grad and (last or not program.input_grad_last_only)
+            x = _input(case, step=step, micro=micro, rank=rank, device=device, requires_grad=requires_grad)
             program.choose(recipe, last)
             with torch.set_grad_enabled(spec.train), _torch_autocast(spec), program.fp8(recipe):
-                y = program.model(x)
+                y = program.network(x)
             if spec.train:
                 y.backward(_grad_output(case, step=step, micro=micro, rank=rank, device=device).to(y.dtype))
             outputs.append(y.detach().float().cpu())
@@ -268,21 +287,21 @@ def _micro_batches(spec: PairSpec, case: Case, program: _Program, recipe: Any, s
     return outputs, input_grads
 
 
-def _step_state(side: Side, run: CaseRun, program: _Program, rank: int, info: ExecutorInfo, recipe: Any, spec: PairSpec) -> Snapshot:
+def _step_state(side: Side, run: CaseRun, program: Program, rank: int, info: ExecutorInfo, recipe: Any, spec: PairSpec) -> Snapshot:
     """The FP8 state after a step (no backward ran in inference: only the forward roles hold state)."""
     if side == "eager":
-        state = fp8state.eager_snapshot(program.state_module() if program.state_module else program.model)
+        state = fp8state.eager_snapshot(program.state_module() if program.state_module else program.network)
     else:
-        state = _thunder_snapshot(run, program.model, rank, info, recipe, spec)
+        state = _thunder_snapshot(run, program.network, rank, info, recipe, spec)
     return state if spec.train else fp8state.forward_roles(state)
 
 
-def _model(case: Case, device: str) -> Any:
-    from teparity.inrank import models
+def _network(case: Case, device: str) -> Any:
+    from teparity.inrank import networks
 
     arch = case.arch
     fields = {field: getattr(case, field) for field in arch.case_fields}
-    return getattr(models, arch.builder)(case.sizes, seed=case.seed, device=device, dtype=_dtype(case.dtype), **fields)
+    return getattr(networks, arch.builder)(case.sizes, seed=case.seed, device=device, dtype=_dtype(case.dtype), **fields)
 
 
 def _recipe_schedule(spec: PairSpec) -> Any:
@@ -322,26 +341,26 @@ def _compile(program: Any, options: dict[str, Any], spec: PairSpec) -> Any:
     return thunder.jit(program, **options)
 
 
-def _last_traces(model: Any, spec: PairSpec) -> tuple[Any, Any | None, int | None]:
+def _last_traces(compiled: Any, spec: PairSpec) -> tuple[Any, Any | None, int | None]:
     """(forward, backward or None without one, cache entries or None where thunder does not count them)
     execution traces of the last call. thunderfx must have handed the whole program to one thunder
     subgraph: the checks read one trace per direction."""
     import thunder
 
     if spec.compile_path == "thunderfx":
-        forwards, backwards = model.last_traces, model.last_backward_traces
+        forwards, backwards = compiled.last_traces, compiled.last_backward_traces
         if len(forwards) != 1:
             raise AssertionError(f"thunderfx split the program into {len(forwards)} thunder subgraphs, expected 1")
         return forwards[0], (backwards[0] if backwards else None), None
-    backwards = thunder.last_backward_traces(model)
-    return thunder.last_traces(model)[-1], (backwards[-1] if backwards else None), thunder.cache_misses(model)
+    backwards = thunder.last_backward_traces(compiled)
+    return thunder.last_traces(compiled)[-1], (backwards[-1] if backwards else None), thunder.cache_misses(compiled)
 
 
-def _thunder_snapshot(run: CaseRun, model: Any, rank: int, info: ExecutorInfo, recipe: Any, spec: PairSpec) -> Snapshot:
+def _thunder_snapshot(run: CaseRun, compiled: Any, rank: int, info: ExecutorInfo, recipe: Any, spec: PairSpec) -> Snapshot:
     """Record the last forward and backward execution traces in ``run`` (with the compiled cache entries
     and the legacy autocast facts) before reading the FP8 state through them: if the state cannot be
     read, the traces still tell whether TE held the linears."""
-    forward, backward, run.cache_entries = _last_traces(model, spec)
+    forward, backward, run.cache_entries = _last_traces(compiled, spec)
     run.forward = summarize(forward, f"rank {rank} forward trace")
     run.backward = None if backward is None else summarize(backward, f"rank {rank} backward trace")
     if info.kind == "legacy":
@@ -350,7 +369,7 @@ def _thunder_snapshot(run: CaseRun, model: Any, rank: int, info: ExecutorInfo, r
     return fp8state.functional_snapshot(forward, backward, run.linear_names)
 
 
-def thunder_no_sync(model: Any) -> Callable[[], Any]:
+def thunder_no_sync(compiled: Any) -> Callable[[], Any]:
     """thunder's gradient accumulation context of a data-parallel module: ``ThunderModule.no_sync``, which skips the
     gradient reduction inside and reduces what accumulated there when it ends (``thunder.distributed``'s bare
     ``skip_data_parallel_grad_sync`` leaves those gradients unreduced: a training loop uses ``no_sync``). Its
@@ -359,21 +378,21 @@ def thunder_no_sync(model: Any) -> Callable[[], Any]:
     by one (``_sync_grads_one_by_one``)."""
     import torch.distributed as dist
 
-    if not hasattr(model, "no_sync"):
-        raise TypeError(f"{type(model).__name__} has no no_sync: not a thunder data-parallel module")
+    if not hasattr(compiled, "no_sync"):
+        raise TypeError(f"{type(compiled).__name__} has no no_sync: not a thunder data-parallel module")
 
     @contextlib.contextmanager
     def no_sync() -> Any:
         import thunder.distributed
 
         if dist.get_backend() != "gloo":
-            with model.no_sync():
+            with compiled.no_sync():
                 yield
-                _stashed(model)  # thunder's own reduction returns early, silently, where nothing was stashed
+                _stashed(compiled)  # thunder's own reduction returns early, silently, where nothing was stashed
             return
         with thunder.distributed.skip_data_parallel_grad_sync():
             yield
-        _sync_grads_one_by_one(model)
+        _sync_grads_one_by_one(compiled)
 
     return no_sync
 

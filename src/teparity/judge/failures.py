@@ -32,7 +32,7 @@ class GateFailure(AssertionError):
 class SilentFallbackEvidence(TypedDict):
     #: The TE executor that left linears to torch.
     executor: str | None
-    #: The most linears any run held in TE symbols, and how many the model has.
+    #: The most linears any run held in TE symbols, and how many the network has.
     claimed: int
     linears: int
 

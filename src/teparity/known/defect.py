@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from packaging.specifiers import SpecifierSet
 
+from teparity import checks
 from teparity.stack.environment import Environment
 from teparity.stack.versions import Versions, parse_version
 
@@ -82,7 +83,7 @@ class Signature:
 class DefectModel:
     """The reference that does what thunder does wrong: eager TE changed by ``spec_change`` (``PairSpec`` fields; its
     ``model`` names an eager model of ``teparity.inrank.defect_models``). A test the entry covers runs thunder against
-    it under the full rules, and must pass there (``teparity.gate.pairs.Pairs.judge``)."""
+    it under the full rules, and must pass there (``teparity.gate.pairs.Pairs.judge_against_te_or_model``)."""
 
     words: str
     spec_change: tuple[tuple[str, Any], ...]
@@ -142,7 +143,7 @@ class KnownDefect:
 
     def names(self, check: str, executor: str | None) -> bool:
         """Whether this entry is about ``check`` and ``executor``, on any versions."""
-        return executor in self.executors and (check in self.checks or check.split("[", 1)[0] in self.checks)
+        return executor in self.executors and any(checks.matches(pattern, check) for pattern in self.checks)
 
     def holds_for_versions(self, versions: Versions) -> bool:
         return (within(versions.thunder, self.thunder) and self._holds_for_te(versions.transformer_engine)

@@ -39,8 +39,8 @@ def ddp_gradient_not_reduced() -> None:
 
     real = ddp_v2.DDPTransform.transform_module
 
-    def transform_module(self: Any, model: Any) -> None:
-        real(self, model)
+    def transform_module(self: Any, network: Any) -> None:
+        real(self, network)
         del self.replicated_params[list(self.replicated_params)[-1]]
 
     ddp_v2.DDPTransform.transform_module = transform_module

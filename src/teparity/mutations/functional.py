@@ -93,8 +93,8 @@ def no_forward_reduction_under_fsdp() -> None:
     forward = threading.local()
 
     def fsdp(*args: Any, **kwargs: Any) -> Any:
-        model = real_fsdp(*args, **kwargs)
-        real_forward = model.forward
+        network = real_fsdp(*args, **kwargs)
+        real_forward = network.forward
 
         def marked(*inputs: Any, **named: Any) -> Any:
             forward.under_fsdp = True
@@ -103,8 +103,8 @@ def no_forward_reduction_under_fsdp() -> None:
             finally:
                 forward.under_fsdp = False
 
-        model.forward = marked
-        return model
+        network.forward = marked
+        return network
 
     thunder.distributed.fsdp = fsdp
     override(impl, "torch_dist", "all_reduce",

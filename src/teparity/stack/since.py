@@ -7,11 +7,11 @@ from packaging.version import Version
 
 from teparity.stack.versions import parse_version
 
-#: thunder PR #873 ("DDP as a transform", 2024-08-04) made ``ddp(jit(model))`` the form; builds before it
-#: only take ``jit(ddp(model))`` (``ddp(jit(...))`` fails there with "None had an unexpected type"). The
-#: first weekly build that takes it is 0.2.0.dev20240811: on dev20240804 ``ddp(jit(model))`` still fails
+#: thunder PR #873 ("DDP as a transform", 2024-08-04) made ``ddp(jit(module))`` the form; builds before it
+#: only take ``jit(ddp(module))`` (``ddp(jit(...))`` fails there with "None had an unexpected type"). The
+#: first weekly build that takes it is 0.2.0.dev20240811: on dev20240804 ``ddp(jit(module))`` still fails
 #: ("None had an unexpected type <class 'NoneType'>. Supported types are ProcessGroup") and
-#: ``jit(ddp(model))`` runs (seen on the CPU: docs/results/cpu-ddp-transform-2024/). It is also the first
+#: ``jit(ddp(module))`` runs (seen on the CPU: docs/results/cpu-ddp-transform-2024/). It is also the first
 #: build with ``DDPTransform`` (``thunder.distributed.transforms.ddp_v2``).
 DDP_OF_JITTED_SINCE = Version("0.2.0.dev20240811")
 #: The first build whose DDP transform takes an input that requires grad: the last that raises is

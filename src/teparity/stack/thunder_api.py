@@ -26,7 +26,7 @@ def jit_options(info: ExecutorInfo, fp8_recipe: Any | None = None) -> dict[str, 
     return options
 
 
-def jit_ddp(model: Any, jit_kwargs: dict[str, Any], **ddp_kwargs: Any) -> Any:
+def jit_ddp(network: Any, jit_kwargs: dict[str, Any], **ddp_kwargs: Any) -> Any:
     """``thunder.distributed.ddp`` + ``thunder.jit`` in the order this thunder supports; ``ddp_kwargs``
     go to ``ddp`` (``bucket_size_in_mb``).
 
@@ -37,8 +37,8 @@ def jit_ddp(model: Any, jit_kwargs: dict[str, Any], **ddp_kwargs: Any) -> Any:
     import thunder.distributed
 
     if not reached(installed_version("lightning-thunder"), DDP_OF_JITTED_SINCE):
-        return thunder.jit(thunder.distributed.ddp(model, broadcast_from=None, **ddp_kwargs), **jit_kwargs)
-    return thunder.distributed.ddp(thunder.jit(model, **jit_kwargs), broadcast_from=None, **ddp_kwargs)
+        return thunder.jit(thunder.distributed.ddp(network, broadcast_from=None, **ddp_kwargs), **jit_kwargs)
+    return thunder.distributed.ddp(thunder.jit(network, **jit_kwargs), broadcast_from=None, **ddp_kwargs)
 
 
 #: ``thunder.distributed.fsdp``'s strategies by name: ``FSDPType`` members (``sharding_strategy``) and
@@ -50,7 +50,7 @@ FSDP_SHARDING = ("ZERO2", "ZERO3")
 FSDP_BUCKETING = ("NONE", "LAYER", "BLOCK")
 
 
-def jit_fsdp(model: Any, jit_kwargs: dict[str, Any], strategy: str, device: str, bucketing: str | None = None) -> Any:
+def jit_fsdp(network: Any, jit_kwargs: dict[str, Any], strategy: str, device: str, bucketing: str | None = None) -> Any:
     """``thunder.distributed.fsdp`` (``strategy``: ``"ZERO2"`` or ``"ZERO3"``; ``bucketing``: ``"NONE"``,
     ``"LAYER"``, ``"BLOCK"`` or None for fsdp's default, NONE) + ``thunder.jit``, in the order this thunder
     supports (as ``jit_ddp``); the shards live on ``device`` (fsdp's default is the rank's GPU, which a CPU
@@ -64,5 +64,5 @@ def jit_fsdp(model: Any, jit_kwargs: dict[str, Any], strategy: str, device: str,
     if bucketing is not None:
         options["bucketing_strategy"] = thunder.distributed.FSDPBucketingStrategy[bucketing]
     if not reached(installed_version("lightning-thunder"), DDP_OF_JITTED_SINCE):
-        return thunder.jit(thunder.distributed.fsdp(model, **options), **jit_kwargs)
-    return thunder.distributed.fsdp(thunder.jit(model, **jit_kwargs), **options)
+        return thunder.jit(thunder.distributed.fsdp(network, **options), **jit_kwargs)
+    return thunder.distributed.fsdp(thunder.jit(network, **jit_kwargs), **options)

@@ -67,7 +67,7 @@ def te_twin(plain: torch.nn.Module) -> torch.nn.Module:
 class CheckpointedMLP(torch.nn.Sequential):
     """A ``plain_mlp`` whose layers before the last linear run under ``torch.utils.checkpoint``
     (non-reentrant, as thunder's own TE checkpointing tests): the backward recomputes those linears. The
-    layers are the plain model's own (same names, same parameters)."""
+    layers are the plain network's own (same names, same parameters)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         import torch.utils.checkpoint
@@ -139,7 +139,7 @@ class LlamaBlock(torch.nn.Module):
 def llama_block(
     sizes: tuple[int, int, int], *, seed: int = 0, device: str = "cpu", dtype: torch.dtype = torch.float32
 ) -> LlamaBlock:
-    """A ``LlamaBlock`` of model width ``sizes[0]`` (= ``sizes[-1]``: the residual stream) and MLP width
+    """A ``LlamaBlock`` of width ``sizes[0]`` (= ``sizes[-1]``: the residual stream) and MLP width
     ``sizes[1]``, with seeded weights (scaled like ``plain_mlp``'s) and norm weights near 1."""
     dim, hidden, out = sizes
     if out != dim or dim % LlamaBlock.HEAD_DIM:
@@ -155,7 +155,7 @@ def llama_block(
     return block.to(device=device, dtype=dtype)
 
 
-def linear_names(model: torch.nn.Module) -> list[str]:
-    """Names of the linears at any depth in definition order ("0", "2", ...; "wq", ...; "block.0" in a nested model):
+def linear_names(network: torch.nn.Module) -> list[str]:
+    """Names of the linears at any depth in definition order ("0", "2", ...; "wq", ...; "block.0" in a nested network):
     the keys of FP8-state snapshots."""
-    return [name for name, layer in model.named_modules() if name and isinstance(layer, torch.nn.Linear)]
+    return [name for name, layer in network.named_modules() if name and isinstance(layer, torch.nn.Linear)]
