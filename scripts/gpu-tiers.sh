@@ -12,7 +12,7 @@
 #                each mode's report and log)
 #   repeat-N     python -m teparity repeat N over the gate (OUT/NAME.json: repeat.json; OUT/NAME-runs.tgz:
 #                every run's report and log)
-#   kill-matrix  python -m teparity kill-matrix over the GPU kill targets (args: kill-matrix options)
+#   kill-matrix  python -m teparity kill-matrix --targeted over the GPU kill targets (args: kill-matrix options)
 #   fp32-bias-probe  scripts/fp32_bias_probe.py: the cause of known defect functional-fp32-bias-in-fp8-gemm
 # Writes OUT/NAME.json (parity report; kill-matrix: OUT/kill-matrix-reports.tgz), OUT/NAME.log and
 # OUT/NAME.install.log (the versions that import), so that parts can run side by side.
@@ -53,7 +53,7 @@ case $PART in
     work=$(mktemp -d)
     targets=$(python3 -c 'import sys; sys.path.insert(0, "tests/harness"); import test_gpu_kills as k; print(*k.KILLING_TESTS)')
     # shellcheck disable=SC2086
-    python3 -m teparity kill-matrix $targets --workdir "$work" "$@"
+    python3 -m teparity kill-matrix $targets --targeted --workdir "$work" "$@"
     status=$?; (cd "$work" && tar czf "$OUT/kill-matrix-reports.tgz" ./*.json); exit $status ;;
   fp32-bias-probe) python3 scripts/fp32_bias_probe.py "$OUT/$NAME.json" ;;
   *) echo "unknown part $PART" >&2; exit 2 ;;

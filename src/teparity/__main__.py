@@ -41,8 +41,12 @@ def _run(args: argparse.Namespace, after: list[str], own: dict[str, argparse.Arg
         return reports.known_defects()
     if command == "mutations":
         return reports.mutations()
+    if command == "repro-table":
+        from teparity.tools import repro_table
+
+        return repro_table.table_command(args.repros, args.gate, args.out)
     if command == "repro":
-        return reports.repro(args.entry, args.out, args.issue)
+        return reports.repro_command(args.entry, args.out, args.issue, args.run_all, args.jobs, args.json, args.timeout_s)
     if command == "summary":
         return reports.summary(args.report, args.exit_status, args.failed_step)
     if command == "diff":
@@ -52,7 +56,7 @@ def _run(args: argparse.Namespace, after: list[str], own: dict[str, argparse.Arg
     if command == "durations":
         return reports.durations(args.reports, args.output)
     if command == "kill-matrix":
-        return runs.kill_matrix_command(args.paths, args.workdir, args.pytest_args, args.jobs, args.first_kill)
+        return runs.kill_matrix_command(args.paths, args.workdir, args.pytest_args, args.jobs, args.first_kill, args.targeted)
     if command == "bench":
         return runs.bench_command(after, args.workdir, args.modes, args.warmup, args.standby_ranks)
     if command == "repeat":

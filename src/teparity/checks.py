@@ -91,3 +91,32 @@ def row(check: str, parameters: str | None = None) -> str:
 def base(row_name: str) -> str:
     """The check of a report row."""
     return row_name.split("[", 1)[0]
+
+
+#: A pattern's parameter part that names every parametrization of its check (``fsdp[*]``).
+EVERY_PARAMETRIZATION = "*"
+
+
+def matches(pattern: str, row_name: str) -> bool:
+    """Whether report row ``row_name`` is one that ``pattern`` names: ``check[*]`` every parametrization of the
+    check; a bare ``check`` its row or any parametrization of it; ``check[params]`` that row alone. No other
+    character is a wildcard (``[*]`` is no character class). The one rule for the mutations' ``killed_by``, the
+    registry's entries and ``--teparity-rows``."""
+    if "[" not in pattern:
+        return base(row_name) == pattern
+    if pattern == row(base(pattern), EVERY_PARAMETRIZATION):
+        return row_name.startswith(f"{base(pattern)}[")
+    return row_name == pattern
+
+
+def patterns(text: str) -> tuple[str, ...]:
+    """Comma-separated row patterns (``matches``); ValueError naming a pattern of no registered check."""
+    found = tuple(part.strip() for part in text.split(","))
+    for pattern in found:
+        check, bracket, parameters = pattern.partition("[")
+        malformed = bracket and not (len(parameters) > 1 and parameters.endswith("]") and "[" not in parameters
+                                     and "]" not in parameters[:-1])
+        if check not in REGISTRY or malformed:
+            raise ValueError(f"{pattern!r} names no check (a pattern is CHECK, CHECK[*] or CHECK[PARAMETERS]); the "
+                             f"checks: {', '.join(REGISTRY)}")
+    return found

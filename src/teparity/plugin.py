@@ -12,6 +12,7 @@ never touch CUDA); what the machine can run comes from the cached environment pr
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import gc
 import os
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from teparity import checks
 from teparity.gate import loggers, schedule
 from teparity.mutations.catalog import CATALOG, ENV_VAR
 from teparity.option_types import positive
@@ -80,6 +82,39 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="apply a known regression from teparity.mutations in every process, ranks included "
         "(repeatable; the gate is expected to fail)",
     )
+    group.addoption(
+        "--teparity-rows", metavar="ROW,ROW", type=_row_patterns, default=(),
+        help="run only the gate tests of these parity-report rows, deselecting the rest: CHECK[*] every "
+        "parametrization of a check, CHECK its row or every parametrization, CHECK[PARAMETERS] that row "
+        "(what a mutation's killed_by names: python -m teparity kill-matrix --targeted)",
+    )
+
+
+def _row_patterns(text: str) -> tuple[str, ...]:
+    """``--teparity-rows``: a pattern of no registered check is a usage error that names the checks."""
+    try:
+        return checks.patterns(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--teparity-rows``: keep the gate tests of those rows; the rest go through ``pytest_deselected``, as ``-k``'s
+    do, so the terminal counts them. Before the gate tags its tests (``gate.known_marks``)."""
+    from teparity.gate.settings import settings
+
+    if not (patterns := settings(config).rows):
+        return
+    from teparity.gate.known_marks import in_rows
+
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        (kept if in_rows(item, patterns) else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.hookimpl(wrapper=True)

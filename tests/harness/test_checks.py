@@ -36,3 +36,15 @@ def test_every_check_is_a_row_of_the_gate_and_every_row_a_check() -> None:
 def test_a_row_names_its_check_and_its_parameter_part() -> None:
     assert checks.row(checks.NUMERICS, "delayed") == "numerics[delayed]" and checks.row(checks.DDP) == "ddp"
     assert checks.base("numerics[delayed]") == checks.NUMERICS
+
+
+def test_every_killed_by_of_the_catalog_names_rows_the_gate_has() -> None:
+    """A ``killed_by`` pattern that names no row of the gate would send every targeted run of its mutant to the whole
+    gate (``kill-matrix --targeted``). Checked against an entry's ``fsdp-grad-accumulation[*]`` made
+    ``fsdp-grad-accumulation[zero4]``."""
+    from teparity.mutations.catalog import CATALOG
+
+    rows = _collected_rows()
+    unmatched = {name: pattern for name, mutation in CATALOG.items() for pattern in mutation.killed_by
+                 if not any(checks.matches(pattern, row) for row in rows)}
+    assert not unmatched, unmatched

@@ -99,6 +99,37 @@ def test_the_kill_matrix_kills_every_trace_tier_mutant_with_its_own_evidence(tmp
         assert all(outcomes[c] == "pass" for c in forward_checks), outcomes
 
 
+def test_a_targeted_kill_matrix_runs_the_killed_by_rows_and_the_whole_gate_only_where_they_do_not_kill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Real runs of trace-tier tests under ``targeted``: ``sync-missing`` dies in a run of its ``killed_by`` rows
+    alone; ``ddp-gradient-not-reduced``, given a stale ``killed_by`` (``te-trace-invariants``, which it leaves as it
+    was), dies only in the whole gate, and its row says so. Checked against a targeted run without
+    ``--teparity-rows`` (the whole gate: a fwd-has-no-sync row in its report) and against no fallback (the second
+    SURVIVED)."""
+    import dataclasses
+
+    from teparity import checks
+    from teparity.tools import killmatrix
+
+    stale = dataclasses.replace(CATALOG["ddp-gradient-not-reduced"], killed_by=("te-trace-invariants",))
+    monkeypatch.setattr(killmatrix, "CATALOG", {"sync-missing": CATALOG["sync-missing"], "ddp-gradient-not-reduced": stale})
+    monkeypatch.chdir(REPO)
+    paths = [f"tests/trace/test_{name}.py" for name in ("legacy_backward_sync", "ddp_transform", "te_trace_invariants")]
+    table, ok = killmatrix.kill_matrix(paths, tmp_path, ["-p", "no:xdist"], jobs=2, progress=lambda line: None, targeted=True)
+    lines = table.splitlines()
+    rows = {line.split()[0]: line for line in lines[2:]}
+    assert ok and lines[1].startswith("(clean run)") and " pass " in lines[1], table
+    assert " killed " in rows["sync-missing"] and "bwd-sync-placement[1proc]/legacy" in rows["sync-missing"], table
+    assert rows["sync-missing"].endswith("(its killed_by)") and not (tmp_path / "sync-missing.json").exists(), table
+    ran = {r["check"] for r in json.loads((tmp_path / "sync-missing.targeted.json").read_text())["results"]}
+    assert ran and all(any(checks.matches(p, row) for p in CATALOG["sync-missing"].killed_by) for row in ran), ran
+    assert " killed " in rows["ddp-gradient-not-reduced"] and "ddp-transform-matches-torch-ddp" in rows["ddp-gradient-not-reduced"]
+    assert "(the whole gate only: its killed_by te-trace-invariants did not kill it; catalog drift)" in table, table
+    targeted = json.loads((tmp_path / "ddp-gradient-not-reduced.targeted.json").read_text())["results"]
+    assert targeted and all(r["check"].startswith("te-trace-invariants") and r["outcome"] in ("pass", "skip") for r in targeted)
+
+
 @pytest.mark.parametrize("honours", [False, True])
 def test_the_fp8_group_mutant_applies_only_to_a_build_that_honours_the_group(honours: bool) -> None:
     """No thunder build honours fp8_group yet; the entry must say so, and apply once one does."""

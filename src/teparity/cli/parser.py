@@ -13,7 +13,7 @@ from teparity.tools.bisect import PACKAGES, valid_version
 
 DESCRIPTION = """The commands around the teparity gate: doctor (what this machine can run, and why not), matrix (parity
 reports merged into a markdown compatibility table), diff (what two parity reports judged differently), kill-matrix (the gate clean and under each applicable
-mutation), known-defects (the registry as markdown), repro (a known defect's standalone reproduction), mutations (the mutation catalog as markdown), summary (a report as markdown for a CI job), bench (the gate with fresh, warm, forked and served ranks:
+mutation), known-defects (the registry as markdown), repro (a known defect's standalone reproduction; --all: every one run here), repro-table (those verdicts beside the gate's), mutations (the mutation catalog as markdown), summary (a report as markdown for a CI job), bench (the gate with fresh, warm, forked and served ranks:
 wall times, ratios, identical verdicts), repeat (the gate N times: every verdict or number that changed), serve (a
 command whose pytest runs fork their ranks from one fork server), bisect (the first thunder build or TE release
 between a good and a bad one whose verdict changes), durations (the expected test durations that order a run
@@ -34,13 +34,20 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
     commands.add_parser("mutations", help="the mutation catalog as markdown: each regression and the checks that kill it")
     reproducing = commands.add_parser("repro", help="a known defect's standalone reproduction (torch, thunder and TE "
                                       "only): the script, or with --issue an upstream issue's body with a run here")
-    reproducing.add_argument("entry", metavar="ID", help="a registry entry's id (python -m teparity known-defects)")
+    reproducing.add_argument("entry", metavar="ID", nargs="?", help="a registry entry's id (python -m teparity known-defects)")
     reproducing.add_argument("--out", type=Path, help="write the script here (default: print it)")
     reproducing.add_argument("--issue", action="store_true", help="print a Markdown issue body: the environment, the "
                              "script and what it printed when run here")
+    reproducing.add_argument("--all", dest="run_all", action="store_true", help="run every reproduction here, each in "
+                             "a process of its own: a line per entry (verdict, seconds, last line); exit 0 whatever they say")
+    reproducing.add_argument("--jobs", type=positive(int), metavar="N", help="with --all: reproductions at a time (default 1)")
+    reproducing.add_argument("--json", type=Path, metavar="FILE", help="with --all: write the versions and each verdict here "
+                             "(python -m teparity repro-table reads it)")
+    reproducing.add_argument("--timeout-s", type=positive(float), metavar="S", help="with --all: stop a reproduction "
+                             "after S seconds (default 600; its verdict is then TIMED OUT)")
     own = {"summary": _summary(commands), "diff": _diff(commands), "matrix": _matrix(commands), "durations": _durations(commands), "kill-matrix": _kill_matrix(commands),
            "bench": _bench(commands), "repeat": _repeat(commands), "serve": _serve(commands), "bisect": _bisect(commands),
-           "run-matrix": _run_matrix(commands), "repro": reproducing}
+           "run-matrix": _run_matrix(commands), "repro": reproducing, "repro-table": _repro_table(commands)}
     return top, own
 
 
@@ -103,6 +110,9 @@ def _kill_matrix(commands: argparse._SubParsersAction) -> argparse.ArgumentParse
     kills.add_argument("--jobs", type=int, default=1, help="mutants run at a time, after the clean run (default 1)")
     kills.add_argument("--first-kill", action="store_true",
                        help="stop each mutant's run at its first failure (--maxfail=1): names one killer, not all")
+    kills.add_argument("--targeted", action="store_true",
+                       help="run each mutant's catalog killed_by rows first (--teparity-rows), the whole gate only where "
+                       "they do not kill it (a row then says: catalog drift); the clean run is always whole")
     return kills
 
 
@@ -155,6 +165,16 @@ def _bisect(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     bisecting.add_argument("--entry", metavar="ID", help="judge each build by this known defect alone (bad: it shows, in "
                            "its range or as a near miss; good: its tests pass; another failure: skip); run without --runxfail")
     return bisecting
+
+
+def _repro_table(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    joining = commands.add_parser("repro-table", help="each reproduction's verdict (repro --all --json) beside the gate's "
+                                  "word for its entry on the same stack: a markdown table; exit 1 where they disagree")
+    joining.add_argument("--repros", nargs="+", type=Path, required=True, metavar="R.json", help="repro --all --json runs")
+    joining.add_argument("--gate", nargs="+", type=Path, required=True, metavar="G.json",
+                         help="parity reports (--teparity-report), one per stack (thunder and TE versions)")
+    joining.add_argument("--out", type=Path, metavar="FILE.md", help="write the table here (default: print it)")
+    return joining
 
 
 def _run_matrix(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:

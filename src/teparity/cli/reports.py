@@ -120,10 +120,6 @@ def repro(entry_id: str, out: Path | None, issue: bool) -> int:
 
     if entry_id not in BY_ID:
         raise UsageError(f"no registry entry {entry_id!r}; the entries: {', '.join(BY_ID)}")
-    if entry_id not in repros.available():
-        sys.stderr.write(f"teparity repro: {entry_id} has no standalone reproduction yet; those that do: "
-                         f"{', '.join(repros.available())}\n")
-        return 2
     if issue:
         status, output = repros.run(entry_id)
         sys.stdout.write(repros.issue_body(entry_id, Versions.installed().describe(), status, output))
@@ -161,4 +157,24 @@ def summary(path: Path, exit_status: int | str | None, failed_step: str | None =
         print(f"python -m teparity summary: {path}: {error}", file=sys.stderr)
         return 2
     sys.stdout.write(markdown_summary(report, status))
+    return 0
+
+
+def repro_command(entry_id: str | None, out: Path | None, issue: bool, run_all: bool, jobs: int | None,
+                  json_path: Path | None, timeout_s: float | None) -> int:
+    """``repro ID`` (``repro``) or ``repro --all``; a mix of the two is a ``UsageError``."""
+    from teparity.tools.bisect import UsageError
+    from teparity.tools.repro_table import DEFAULT_TIMEOUT_S, run_all_here
+
+    if run_all and entry_id is not None:
+        raise UsageError(f"--all runs every reproduction: name no ID with it (got {entry_id!r})")
+    if run_all and (out is not None or issue):
+        raise UsageError("--out and --issue are for one entry's reproduction, not --all")
+    if not run_all and (jobs is not None or json_path is not None or timeout_s is not None):
+        raise UsageError("--jobs, --json and --timeout-s go with --all")
+    if not run_all and entry_id is None:
+        raise UsageError("name a registry entry's ID, or --all to run every reproduction here")
+    if not run_all:
+        return repro(entry_id, out, issue)
+    run_all_here(jobs or 1, json_path, DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s)
     return 0

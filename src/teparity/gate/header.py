@@ -47,6 +47,8 @@ def _said(settings: Settings, env: Environment, launch: str, rank_environment: d
                                                            "torch FSDP2 (fully_shard) + eager TE"))
     if settings.inject:
         lines.append(f"teparity: INJECTED REGRESSIONS (the gate should fail): {', '.join(settings.inject)}")
+    if settings.rows:
+        lines.append(f"teparity: ONLY THESE ROWS (--teparity-rows; the other tests deselected): {', '.join(settings.rows)}")
     if nvte := te_settings():
         lines.append(f"teparity: TE settings from the environment: {nvte}")
     if registered := registered_for(Versions.installed()):

@@ -40,6 +40,11 @@ def row_of(item: pytest.Item) -> tuple[str, str | None] | None:
     return checks.row(name, *parameters).format(**params), params.get("executor")
 
 
+def in_rows(item: pytest.Item, patterns: tuple[str, ...]) -> bool:
+    """Whether ``item`` is a gate test of a report row that one of ``patterns`` names (``checks.matches``)."""
+    return (tagged := row_of(item)) is not None and any(checks.matches(pattern, tagged[0]) for pattern in patterns)
+
+
 class KnownMarks:
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         versions = Versions.installed()

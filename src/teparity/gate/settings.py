@@ -46,6 +46,8 @@ class Settings:
     dist: str | None
     #: ``--teparity-allow-no-thunder``: a run without thunder goes on (every check skips) instead of stopping.
     allow_no_thunder: bool = False
+    #: ``--teparity-rows``: the report rows whose tests run (``checks.matches``); empty: every row.
+    rows: tuple[str, ...] = ()
 
     @functools.cached_property
     def backend(self) -> str:
@@ -89,6 +91,7 @@ def resolve(config: pytest.Config, *, longest_first: bool) -> Settings:
         longest_first=longest_first,
         dist=config.option.dist if getattr(config.option, "numprocesses", None) else None,
         allow_no_thunder=config.getoption("teparity_allow_no_thunder"),
+        rows=config.getoption("teparity_rows"),
     )
     config.stash[_SETTINGS] = resolved
     return resolved

@@ -9,7 +9,7 @@ import re
 import textwrap
 
 from teparity.gate.report import NO_EXECUTOR, Cell, ParityReport
-from teparity.known.repro import available
+from teparity.known import repro
 
 WIDTH = 120
 #: Column headings of executors with long or no names.
@@ -58,7 +58,7 @@ def _known_note(cell: Cell, defect: str) -> str:
     held = sorted({t.held_by() or "signature only" for t in cell.tests
                    if t.outcome == "known" and (t.known_defect or "unregistered") == defect})
     said = f"known upstream defect {defect}" + (f"; {', '.join(held)}" if defect != "unregistered" else "")
-    return said + (f"; reproduce it alone: python -m teparity repro {defect}" if defect in available() else "")
+    return said + (f"; reproduce it alone: python -m teparity repro {defect}" if defect in repro.available() else "")
 
 
 def cell_text(cell: Cell, notes: Footnotes) -> str:

@@ -23,6 +23,8 @@ VERDICTS = {0: "REPRODUCED", 1: "NOT REPRODUCED", 2: "CANNOT RUN HERE"}
 SHARED = {
     "legacy-executor-loses-te-from-te-2.10": ("executor-loses-te-from-te-2.10", "legacy"),
     "functional-executor-loses-te-from-te-2.10": ("executor-loses-te-from-te-2.10", "functional"),
+    "legacy-fp8-group-ignored": ("fp8-group-ignored", "legacy"),
+    "functional-fp8-group-ignored": ("fp8-group-ignored", "functional"),
 }
 _EXECUTOR_LINE = 'EXECUTOR = "legacy"\n'
 

@@ -3,6 +3,7 @@ backward returns, it meets the input's gradient, which has none (ValueError: <Co
 type, in get_bsym_of_allreduce_of_grad). No TransformerEngine needed: 2 gloo ranks on the CPU, a 2-layer MLP, one
 step with the input requiring grad, its gradients compared with torch DDP's. Run it as is (it spawns its ranks) or
 under `torchrun --nproc-per-node 2`."""
+import importlib.metadata
 import os
 import sys
 import tempfile
@@ -41,7 +42,7 @@ def rank_main(rank: int, init: str, results: "mp.SimpleQueue | None") -> None:
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=WORLD)
     reference = step(torch.nn.parallel.DistributedDataParallel(model()), rank)
     try:
-        if Version(thunder.__version__) >= Version("0.2.0.dev20240811"):
+        if Version(importlib.metadata.version("lightning-thunder")) >= Version("0.2.0.dev20240811"):
             jitted = td.ddp(thunder.jit(model()), broadcast_from=None)
         else:
             jitted = thunder.jit(td.ddp(model(), broadcast_from=None))
@@ -59,7 +60,7 @@ def print_verdict(outcome: tuple) -> None:
     """Exit 0 where the transform raised on the input's gradient, 1 where it ran."""
     import thunder
 
-    print(f"thunder {thunder.__version__}, torch {torch.__version__}")
+    print(f"thunder {importlib.metadata.version('lightning-thunder')}, torch {torch.__version__}")
     if outcome[0] == "raised":
         print(f"raised {outcome[1]} in {' <- '.join(reversed(outcome[2]))}")
         if "CollectionProxy" in outcome[1] and "get_bsym_of_allreduce_of_grad" in outcome[2]:

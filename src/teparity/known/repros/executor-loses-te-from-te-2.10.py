@@ -4,7 +4,7 @@ with no FP8. A bf16 MLP of 3 linears, one training step (the legacy executor wra
 with the recipe given to thunder.jit; the functional one runs under TE's FP8 autocast, with its transform); the
 forward trace's symbols say who ran each linear. Needs an FP8 GPU (compute capability 8.9 or newer) and TE."""
 import contextlib
-import importlib
+import importlib.metadata
 import re
 import sys
 
@@ -78,7 +78,7 @@ def main() -> None:
     forward = str(thunder.last_traces(jitted)[-1])
     held = len(re.findall(HELD[EXECUTOR], forward))
     linears = len(SIZES) - 1
-    print(f"thunder {thunder.__version__}, TransformerEngine {transformer_engine.__version__}, torch {torch.__version__}")
+    print(f"thunder {importlib.metadata.version('lightning-thunder')}, TransformerEngine {transformer_engine.__version__}, torch {torch.__version__}")
     if held == 0:
         print(f"REPRODUCED: the {EXECUTOR} TE executor held 0 of {linears} linears: thunder ran them in torch, without "
               f"FP8, and said nothing (no {HELD[EXECUTOR]} in the forward trace)")

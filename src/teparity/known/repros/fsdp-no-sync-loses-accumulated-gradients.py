@@ -2,6 +2,7 @@
 a synced one, each parameter's gradient is the last micro-batch's alone. No TransformerEngine needed: 2 gloo ranks on
 the CPU, a 2-layer MLP, the gradients gathered and compared with the analytic ones (the mean over ranks of the sum over
 micro-batches). Run it as is (it spawns its ranks) or under `torchrun --nproc-per-node 2`."""
+import importlib.metadata
 import os
 import sys
 import tempfile
@@ -45,7 +46,7 @@ def rank_main(rank: int, init: str, results: "mp.SimpleQueue | None") -> None:
     import thunder.distributed as td
 
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=WORLD)
-    if Version(thunder.__version__) >= Version("0.2.0.dev20240811"):
+    if Version(importlib.metadata.version("lightning-thunder")) >= Version("0.2.0.dev20240811"):
         jitted = td.fsdp(thunder.jit(model()), broadcast_from=None, device=torch.device("cpu"))
     else:
         jitted = thunder.jit(td.fsdp(model(), broadcast_from=None, device=torch.device("cpu")))
@@ -69,7 +70,7 @@ def print_verdict(report: dict[str, tuple[float, float]]) -> None:
     worst_last = max(d for _, d in report.values())
     import thunder
 
-    print(f"thunder {thunder.__version__}, torch {torch.__version__}")
+    print(f"thunder {importlib.metadata.version('lightning-thunder')}, torch {torch.__version__}")
     for name, (both, last) in report.items():
         print(f"{name}: max |grad - expected| {both:.3g}; max |grad - last micro-batch's alone| {last:.3g}")
     if worst_last < 1e-5 < worst_both:

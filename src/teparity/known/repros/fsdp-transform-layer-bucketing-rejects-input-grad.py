@@ -3,6 +3,7 @@ bucketing maps every gradient the backward returns to a parameter's bucket, the 
 index=0, in create_map_from_unsharded_grad_to_bucket). No TransformerEngine needed: 2 gloo ranks on the CPU, a 2-layer
 MLP, one step under each bucketing strategy with the input requiring grad, the gathered gradients compared with the
 analytic ones. Run it as is (it spawns its ranks) or under `torchrun --nproc-per-node 2`."""
+import importlib.metadata
 import os
 import sys
 import tempfile
@@ -48,7 +49,7 @@ def one_step(rank: int, bucketing: str) -> tuple:
     options = dict(sharding_strategy=td.FSDPType.ZERO2, bucketing_strategy=td.FSDPBucketingStrategy[bucketing],
                    broadcast_from=None, device=torch.device("cpu"))
     try:
-        if Version(thunder.__version__) >= Version("0.2.0.dev20240811"):
+        if Version(importlib.metadata.version("lightning-thunder")) >= Version("0.2.0.dev20240811"):
             jitted = td.fsdp(thunder.jit(model()), **options)
         else:
             jitted = thunder.jit(td.fsdp(model(), **options))
@@ -75,7 +76,7 @@ def print_verdict(outcomes: dict[str, tuple]) -> None:
     """Exit 0 where LAYER and BLOCK raise in the bucketing map and NONE runs, 1 otherwise."""
     import thunder
 
-    print(f"thunder {thunder.__version__}, torch {torch.__version__}")
+    print(f"thunder {importlib.metadata.version('lightning-thunder')}, torch {torch.__version__}")
     for bucketing, outcome in outcomes.items():
         said = f"raised {outcome[1]} in {' <- '.join(reversed(outcome[2]))}" if outcome[0] == "raised" else \
             f"ran; max |gradient - expected| {outcome[1]:.3g}"

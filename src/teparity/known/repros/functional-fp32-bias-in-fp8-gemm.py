@@ -2,7 +2,7 @@
 suitable cuBLAS GEMM algorithm"); eager te.Linear casts the bias to bf16 first. An fp32 MLP of 3 linears with biases,
 one training step under TE's FP8 autocast, eager TE's te.Linear and then thunder.jit with the functional executor first
 (and its transform). Needs an FP8 GPU (compute capability 8.9 or newer) and TransformerEngine."""
-import importlib
+import importlib.metadata
 import sys
 
 import torch
@@ -46,7 +46,7 @@ def main() -> None:
     recipe = DelayedScaling()
     fp8 = lambda: te.autocast(enabled=True, recipe=recipe) if hasattr(te, "autocast") else te.fp8_autocast(enabled=True, fp8_recipe=recipe)  # noqa: E731
     x = torch.randn(2, 8, SIZES[0], device="cuda", requires_grad=True)
-    print(f"thunder {thunder.__version__}, TransformerEngine {transformer_engine.__version__}, torch {torch.__version__}")
+    print(f"thunder {importlib.metadata.version('lightning-thunder')}, TransformerEngine {transformer_engine.__version__}, torch {torch.__version__}")
     eager = torch.nn.Sequential(*(te.Linear(a, b, bias=True, params_dtype=torch.float32) for a, b in zip(SIZES, SIZES[1:])))
     with fp8():
         eager.cuda()(x).sum().backward()  # eager TE casts the bias for its FP8 GEMM
