@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# One device call of the declared matrix: one TE release's stacks side by side (scripts/gpu-matrix.sh), then, side by
+# One GPU-host run of the declared matrix: one TE release's stacks side by side (scripts/gpu-matrix.sh), then, side by
 # side, the targeted kill matrix on one of its stacks and every known defect's reproduction on the named stacks, joined
-# with those stacks' gate reports (`teparity repro-table`). A call returns at most 8 files: all but the table, the
+# with those stacks' gate reports (`teparity repro-table`). The device returns at most 8 files: all but the table, the
 # matrix and the repro table travel in one archive, $OUT/call-te$TE.tgz.
 # usage, from the repository root on the GPU host, with $OUT writable and TEPARITY_COMMIT set:
 #   scripts/gpu-call.sh TE_VERSION BUNDLE_DIR THUNDER_BUILDS.tar.xz KILL_THUNDER|- [REPRO_THUNDER...]
-# A thunder version names /tmp/thunder-builds/VERSION (unpacked by gpu-matrix.sh) before the bundle's site.
+# A thunder version names /tmp/thunder-builds/VERSION (unpacked by gpu-matrix.sh) before the bundle's site. CALL_S
+# (default 570) bounds the whole run in seconds; REPRO_JOBS (default 4) reproductions run at a time on each stack.
 set -u
 TE=${1:?TE version}; BUNDLE=${2:?bundle}; BUILDS=${3:?thunder builds}; KILL=${4:?kill-matrix thunder or -}; shift 4
 : "${TEPARITY_COMMIT:?}" "${OUT:?}"
@@ -14,7 +15,7 @@ start=$(date +%s); W=/tmp/call; rm -rf "$W"; mkdir -p "$W/matrix" "$W/kill" "$W/
 elapsed() { echo $(( $(date +%s) - start )); }
 OUT=$W/matrix timeout 420 scripts/gpu-matrix.sh "$TE" "$BUNDLE" "$BUILDS" --timeout-s 360
 echo "matrix: exit $? at $(elapsed) s" >> "$W/call.log"
-left=$(( 570 - $(elapsed) ))
+left=$(( ${CALL_S:-570} - $(elapsed) ))
 site() { echo "/tmp/thunder-builds/$1:/tmp/te-site:$PWD/src"; }
 if [ "$KILL" != - ]; then
   ( PYTHONPATH=$(site "$KILL") timeout "$left" python3 -m teparity kill-matrix tests/trace tests/numerics tests/features \
@@ -23,7 +24,7 @@ if [ "$KILL" != - ]; then
     echo "kill-matrix: exit $? at $(elapsed) s (limit $left s)" >> "$W/kill/killmatrix-te$TE-th$KILL.txt" ) &
 fi
 for V in "$@"; do
-  ( PYTHONPATH=$(site "$V") timeout "$left" python3 -m teparity repro --all --jobs 2 --json "$W/repro/repro-te$TE-th$V.json" \
+  ( PYTHONPATH=$(site "$V") timeout "$left" python3 -m teparity repro --all --jobs "${REPRO_JOBS:-4}" --json "$W/repro/repro-te$TE-th$V.json" \
       > "$W/repro/repro-te$TE-th$V.txt" 2>&1
     echo "repro --all: exit $? at $(elapsed) s" >> "$W/repro/repro-te$TE-th$V.txt" ) &
 done

@@ -42,9 +42,7 @@ def _run(args: argparse.Namespace, after: list[str], own: dict[str, argparse.Arg
     if command == "mutations":
         return reports.mutations()
     if command == "repro-table":
-        from teparity.tools import repro_table
-
-        return repro_table.table_command(args.repros, args.gate, args.out)
+        return reports.repro_table_command(args.repros, args.gate, args.out)
     if command == "repro":
         return reports.repro_command(args.entry, args.out, args.issue, args.run_all, args.jobs, args.json, args.timeout_s)
     if command == "summary":

@@ -94,11 +94,12 @@ def _row(table: str, entry: str) -> list[str]:
     ("e-skip", "CANNOT RUN HERE", "in range, not seen", True),
     ("e-out-skip", "CANNOT RUN HERE", "out of range", True),
     ("e-out", "REPRODUCED", "out of range", False),
-    ("e-pass", "REPRODUCED", "in range, not seen", False),  # its known test is another entry's
+    ("e-pass", "NOT REPRODUCED", "in range, masked by another entry", True),  # its known test is another entry's
+    ("e-pass", "REPRODUCED", "in range, masked by another entry", False),
     ("e-known", "NOT REPRODUCED", "known", False),
     ("e-skip", "NOT REPRODUCED", "in range, not seen", False),
     ("e-known", "CANNOT RUN HERE", "known", False),
-    ("e-pass", "CANNOT RUN HERE", "in range, not seen", False),
+    ("e-pass", "CANNOT RUN HERE", "in range, masked by another entry", False),
     ("e-none", "CANNOT RUN HERE", "in range, not seen", False),  # no test of it: no skip to agree with
     ("e-known", "TIMED OUT", "known", False),
     ("e-out", "CRASHED", "out of range", False),
@@ -128,8 +129,8 @@ def test_cannot_run_here_shows_the_gates_skip_reasons_beside_the_reproductions(t
 
 
 def test_the_gate_word_counts_only_the_entrys_own_checks_executors_and_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    status, table = _table(tmp_path, monkeypatch, [_run(STACK, {"e-pass": "NOT REPRODUCED"})], [_gate(STACK)])
-    assert status == 1 and "gate: in range, not seen (2 tests: 1 known as e-known, 1 pass)" in table, table
+    status, table = _table(tmp_path, monkeypatch, [_run(STACK, {"e-pass": "REPRODUCED"})], [_gate(STACK)])
+    assert status == 1 and "gate: in range, masked by another entry (2 tests: 1 known as e-known, 1 pass)" in table, table
     status, table = _table(tmp_path, monkeypatch, [_run(STACK, {"e-out": "REPRODUCED"})], [_gate(STACK)])
     assert status == 1 and "gate: out of range (TE 2.12.0 not in `<2.10`; 1 test: 1 pass)" in table, table
     status, table = _table(tmp_path, monkeypatch, [_run(STACK, {"e-known": "NOT REPRODUCED"})], [_gate(STACK)])

@@ -178,3 +178,28 @@ def repro_command(entry_id: str | None, out: Path | None, issue: bool, run_all: 
         return repro(entry_id, out, issue)
     run_all_here(jobs or 1, json_path, DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s)
     return 0
+
+
+def repro_table_command(repro_paths: list[Path], gate_paths: list[Path], out: Path | None) -> int:
+    """``python -m teparity repro-table``: exit 0 where every entry x stack agrees, 1 where one disagrees, 2 where an
+    input is not what it should be."""
+    from teparity.tools.repro_table import NotAReproRun, join, markdown, read_repro_run
+
+    runs, reports = [], []
+    try:
+        for path in repro_paths:
+            runs.append(read_repro_run(path))
+        for path in gate_paths:
+            reports.append(read_report(path))
+    except (NotAReproRun, NotAReport) as error:
+        print(f"python -m teparity repro-table: {path}: {error}", file=sys.stderr)
+        return 2
+    stacks, entries, joins = join(runs, reports)
+    text = markdown(stacks, entries, joins)
+    disagree = sum(not found.agrees for found in joins.values())
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text)
+        print(f"{len(joins) - disagree} of {len(joins)} entry x stack agree, {disagree} disagree: {out}")
+    return 1 if disagree else 0

@@ -36,8 +36,10 @@ DEFAULT_TIMEOUT_S = 600.0
 TAIL_CHARS = 4000
 #: The gate's words for an entry on a stack.
 KNOWN, NOT_SEEN, OUT_OF_RANGE = "known", "in range, not seen", "out of range"
-#: What each verdict agrees with (CANNOT RUN HERE: every test of the entry skipped, on any range).
-AGREES = {"REPRODUCED": KNOWN, "NOT REPRODUCED": OUT_OF_RANGE}
+#: In range, and its tests known as another entry's defect, which fails them first (its reproduction meets that one).
+MASKED = "in range, masked by another entry"
+#: What each verdict agrees with (CANNOT RUN HERE: a stack where the gate skips tests of the entry, on any range).
+AGREES = {"REPRODUCED": (KNOWN,), "NOT REPRODUCED": (OUT_OF_RANGE, MASKED)}
 CANNOT = "CANNOT RUN HERE"
 
 
@@ -204,7 +206,7 @@ def judge(entry: KnownDefect | None, entry_id: str, result: dict[str, Any], repo
     if any(test.outcome == "known" and test.known_defect == entry_id for test in tests):
         gate = KNOWN
     elif entry is not None and entry.holds_for_versions(versions):
-        gate = NOT_SEEN
+        gate = MASKED if any(test.outcome == "known" for test in tests) else NOT_SEEN
     else:
         gate = OUT_OF_RANGE
     details = _tests_in_words(entry_id, tests)
@@ -214,9 +216,9 @@ def judge(entry: KnownDefect | None, entry_id: str, result: dict[str, Any], repo
         details = "; ".join(entry.excluded(versions)) + (f"; {details}" if details else "")
     verdict = result["verdict"]
     if verdict == CANNOT:
-        agrees = bool(tests) and all(test.outcome == "skip" for test in tests)
+        agrees = any(test.outcome == "skip" for test in tests)
     else:
-        agrees = AGREES.get(verdict) == gate
+        agrees = gate in AGREES.get(verdict, ())
     return Join(entry_id, stack, result, gate, details, agrees)
 
 
@@ -285,7 +287,7 @@ def markdown(stacks: list[Stack], entries: list[str], joins: dict[tuple[str, Sta
             if not found.agrees:
                 disagreements.append(found)
                 text = f"**{text}** (disagreement {len(disagreements)})"
-            elif found.repro["verdict"] == CANNOT or found.gate == NOT_SEEN:
+            elif found.repro["verdict"] == CANNOT or found.gate in (NOT_SEEN, MASKED):
                 notes.append(f"[{len(notes) + 1}] `{entry}` on {stack_name(stack)}: repro: {found.repro['last_line']}; "
                              f"gate: {found.details}")
                 text += f" [{len(notes)}]"
@@ -294,8 +296,8 @@ def markdown(stacks: list[Stack], entries: list[str], joins: dict[tuple[str, Sta
     agreeing = sum(join.agrees for join in joins.values())
     lines = ["# Reproductions beside the gate", "",
              "Each cell: the reproduction's verdict / the gate's word for the entry's checks on that stack. They agree "
-             "where REPRODUCED meets known, NOT REPRODUCED out of range, and CANNOT RUN HERE a stack where every test of "
-             "the entry skipped.", "", *rows, ""]
+             "where REPRODUCED meets known, NOT REPRODUCED out of range (or masked: another entry's defect fails the entry's "
+             "tests first), and CANNOT RUN HERE a stack where the gate skips tests of the entry.", "", *rows, ""]
     if notes:
         lines += [*notes, ""]
     lines.append(f"{agreeing} of {len(joins)} agree; {len(disagreements)} disagree" + (":" if disagreements else "."))
@@ -307,29 +309,3 @@ def markdown(stacks: list[Stack], entries: list[str], joins: dict[tuple[str, Sta
                          f"(exit {'-' if status is None else status}, {found.repro.get('seconds', 0):.1f} s): "
                          f"{found.repro['last_line'] or '(no output)'}; gate: {found.gate} ({found.details})")
     return "\n".join(lines) + "\n"
-
-
-def table_command(repro_paths: list[Path], gate_paths: list[Path], out: Path | None) -> int:
-    """``python -m teparity repro-table``: exit 0 where every entry x stack agrees, 1 where one disagrees, 2 where an
-    input is not what it should be."""
-    from teparity.cli.reports import NotAReport
-    from teparity.cli.reports import read_report as read_gate
-
-    runs, reports = [], []
-    try:
-        for path in repro_paths:
-            runs.append(read_repro_run(path))
-        for path in gate_paths:
-            reports.append(read_gate(path))
-    except (NotAReproRun, NotAReport) as error:
-        print(f"python -m teparity repro-table: {path}: {error}", file=sys.stderr)
-        return 2
-    stacks, entries, joins = join(runs, reports)
-    text = markdown(stacks, entries, joins)
-    disagree = sum(not found.agrees for found in joins.values())
-    if out is None:
-        sys.stdout.write(text)
-    else:
-        out.write_text(text)
-        print(f"{len(joins) - disagree} of {len(joins)} entry x stack agree, {disagree} disagree: {out}")
-    return 1 if disagree else 0
