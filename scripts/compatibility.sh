@@ -10,7 +10,7 @@ OUT=$(cd "$(dirname "$OUT")" && pwd)/$(basename "$OUT")
 cd "$(dirname "$0")/../docs"   # report paths relative to docs/: the table's links resolve from there
 R=results
 #: The declared matrix (matrix.toml) at one commit: a folder per TE release, a report per thunder build.
-MATRIX=$R/h200-matrix-fa6a242
+MATRIX=$R/h200-matrix-9f9059e
 {
   echo "# Compatibility table"
   echo
@@ -23,18 +23,6 @@ MATRIX=$R/h200-matrix-fa6a242
   echo "([known-defects.md](known-defects.md)) or the reason for the skip; empty: no such check there."
   for te in 2.9.0 2.12.0 2.20.2; do
     shopt -s nullglob; reports=($MATRIX/te-$te/te$te-th*.json); shopt -u nullglob
-    if [ ${#reports[@]} -eq 0 ]; then
-      # The reports did not come back from the host: the table run-matrix made there from them, report names unlinked.
-      builds=$(grep -o '"thunder": "[^"]*"' $MATRIX/te-$te/matrix.json | cut -d'"' -f4 | paste -sd, - | sed 's/,/, /g')
-      echo
-      echo "## TE $te with thunder $builds"
-      echo
-      echo "The stacks' parity reports did not come back from the host; this section is the table that \`run-matrix\`"
-      echo "made there from them ([its compatibility.md]($MATRIX/te-$te/compatibility.md), report names unlinked)."
-      echo
-      sed -E "s/\[([^]]+)\]\(te$te-th[^)]*\.json\)/\1/g" $MATRIX/te-$te/compatibility.md
-      continue
-    fi
     builds=$(for r in "${reports[@]}"; do basename "$r" .json | sed "s/^te$te-th//"; done | paste -sd, - | sed 's/,/, /g')
     echo
     echo "## TE $te with thunder $builds"

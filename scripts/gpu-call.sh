@@ -32,7 +32,7 @@ wait
 echo "kill matrix and repros done at $(elapsed) s" >> "$W/call.log"
 if [ $# -gt 0 ]; then
   mkdir -p /tmp/stacks && tar xzf "$W/matrix/stacks.tgz" -C /tmp/stacks
-  PYTHONPATH=$PWD/src python3 -m teparity repro-table --repros "$W"/repro/*.json --gate /tmp/stacks/*.json \
+  PYTHONPATH=/tmp/te-site:$PWD/src python3 -m teparity repro-table --repros "$W"/repro/*.json --gate /tmp/stacks/*.json \
     --out "$OUT/repro-table-te$TE.md" > "$W/repro/repro-table.txt" 2>&1
   echo "repro-table: exit $?" >> "$W/repro/repro-table.txt"
 fi

@@ -278,3 +278,25 @@ def test_a_verdict_needs_its_exit_status_and_last_line_to_agree_else_it_is_a_cra
     monkeypatch.setattr(repro, "script", lambda entry_id: script)
     result = repro_table.run_one("any", timeout_s=60)
     assert (result["verdict"], result["last_line"]) == (verdict, last), result
+
+
+def test_a_test_held_against_a_combined_model_shows_each_entry_whose_change_the_model_holds() -> None:
+    """The gate judges a test that several entries with models cover against their models together and names the entry
+    whose signature matched first; the others' models were held too, unless a model running every linear in torch
+    stood in for all of them (no FP8 state left for theirs to change)."""
+    from teparity.known import models
+
+    state, stash, torch_runs = models.STATE_PER_ENTRY, models.INPUT_GRAD_STASHED, models.TORCH_RUNS_EVERY_LINEAR
+    first, second = (dataclasses.replace(_entry(name, "cc", te=">=2.0"), model=model) for name, model in
+                     (("e-first", state), ("e-second", stash)))
+    report = ParityReport(environment={"versions": STACK}, exitstatus=0)
+    report.record("cc", "legacy", TestOutcome("t/cc", "known", "m", known_defect="e-first", modeled="pass"))
+    said = repro_table.judge(second, "e-second", {"verdict": "REPRODUCED"}, report, {"e-first": first, "e-second": second})
+    assert (said.gate, said.agrees) == ("known", True)
+    lost = dataclasses.replace(first, model=torch_runs)
+    said = repro_table.judge(second, "e-second", {"verdict": "NOT REPRODUCED"}, report, {"e-first": lost, "e-second": second})
+    assert (said.gate, said.agrees) == ("in range, masked by another entry", True)
+    unmodeled = dataclasses.replace(report.cells[("cc", "legacy")].tests[0], modeled=None)
+    report.cells[("cc", "legacy")].tests[0] = unmodeled
+    said = repro_table.judge(second, "e-second", {"verdict": "REPRODUCED"}, report, {"e-first": first, "e-second": second})
+    assert (said.gate, said.agrees) == ("in range, masked by another entry", False)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from teparity.gate.report import NO_EXECUTOR, ParityReport
-from teparity.known.defect import KnownDefect
+from teparity.known.defect import KnownDefect, combined
 from teparity.stack.versions import Versions, parse_version
 from teparity.tools.bisect import UsageError
 
@@ -196,14 +196,32 @@ def stack_name(stack: Stack) -> str:
     return f"thunder {stack[0] or 'absent'}, TE {stack[1] or 'absent'}"
 
 
-def judge(entry: KnownDefect | None, entry_id: str, result: dict[str, Any], report: ParityReport) -> Join:
-    """The gate's word for ``entry`` on ``report``'s stack, beside the reproduction's ``result`` there."""
+def judge(entry: KnownDefect | None, entry_id: str, result: dict[str, Any], report: ParityReport,
+          registry: Mapping[str, KnownDefect] | None = None) -> Join:
+    """The gate's word for ``entry`` on ``report``'s stack, beside the reproduction's ``result`` there. A test judged
+    against the combined model of every covering entry with a model (``gate.fixtures``) shows each whose change the
+    model holds (not one that a model running every linear in torch stands in for), though its outcome names the
+    entry whose signature matched first."""
     versions = Versions(**{key: report.environment["versions"].get(key) for key in ("torch", "thunder", "transformer_engine")})
     stack = (versions.thunder, versions.transformer_engine)
-    tests = [] if entry is None else [test for (check, executor), cell in sorted(report.cells.items())
+    rows = [] if entry is None else [(check, None if executor == NO_EXECUTOR else executor, test)
+                                     for (check, executor), cell in sorted(report.cells.items())
                                      if entry.names(check, None if executor == NO_EXECUTOR else executor)
                                      for test in cell.tests]
-    if any(test.outcome == "known" and test.known_defect == entry_id for test in tests):
+    tests = [test for _, _, test in rows]
+
+    def modeled_with_others(check: str, executor: str | None, test: Any) -> bool:
+        if entry is None or entry.model is None or test.outcome != "known" or test.modeled != "pass":
+            return False
+        with_models = [other for other in (registry or {}).values()
+                       if other.model is not None and other.holds_for(check, executor, versions)]
+        if entry not in with_models:
+            return False
+        model = combined([other.model for other in with_models])  # what the test was judged against
+        return model is entry.model or not any(model is other.model for other in with_models)
+
+    if any(test.outcome == "known" and test.known_defect == entry_id for test in tests) or \
+            any(modeled_with_others(*row) for row in rows):
         gate = KNOWN
     elif entry is not None and entry.holds_for_versions(versions):
         gate = MASKED if any(test.outcome == "known" for test in tests) else NOT_SEEN
@@ -259,7 +277,8 @@ def join(runs: list[dict[str, Any]], reports: list[ParityReport],
             raise UsageError(f"no --gate report of {stack_name(stack)}, where a --repros run was made (the reports' stacks: {have})")
         stacks.append(stack)
         for result in run["entries"]:
-            joins[(result["entry"], stack)] = judge(registry.get(result["entry"]), result["entry"], result, by_stack[stack])
+            joins[(result["entry"], stack)] = judge(registry.get(result["entry"]), result["entry"], result, by_stack[stack],
+                                                    registry)
     stacks.sort(key=lambda s: (_order(s[1]), _order(s[0])))
     return stacks, sorted({entry for entry, _ in joins}), joins
 
