@@ -10,7 +10,7 @@ NEWEST_SEEN: dict[str, tuple[str | None, str | None]] = {
     "functional-executor-loses-te-from-te-2.10": ('0.2.4', '2.20.2'),
     "grad-accumulation-fp8-state-per-cache-entry": ('0.2.7.dev20260201', '2.20.2'),
     "fsdp-no-sync-loses-accumulated-gradients": ('0.2.7.dev20260201', '2.20.2'),
-    "fsdp-no-sync-stash-breaks-on-fused-linear-backward": ('0.2.7.dev20260201', '2.20.2'),
+    "fsdp-no-sync-stash-breaks-on-fused-linear-backward": ('0.2.3', '2.9.0'),
     "fsdp-no-sync-stashes-input-grad-as-weight-grad": ('0.2.4', '2.9.0'),
     "functional-fp32-bias-in-fp8-gemm": ('0.2.7.dev20260201', '2.20.2'),
     "legacy-fp8-group-ignored": ('0.2.6', '2.9.0'),
