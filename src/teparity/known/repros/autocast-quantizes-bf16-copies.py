@@ -52,14 +52,14 @@ def mlp(linear) -> torch.nn.Sequential:
     return torch.nn.Sequential(*layers).cuda()
 
 
-def step(model, params: list, fp8, bf16_input: bool = False) -> list[torch.Tensor]:
+def step(net, params: list, fp8, bf16_input: bool = False) -> list[torch.Tensor]:
     """One forward under torch.autocast(bfloat16) and `fp8`, one backward: the output and the gradients (input's, then
     the parameters')."""
     draw = lambda shape, seed: torch.randn(shape, generator=torch.Generator().manual_seed(seed)).cuda()  # noqa: E731
     x = draw((TOKENS, SIZES[0]), hash((0, 0, 0)) & 0x7FFFFFFF).requires_grad_()  # seeded as in the run that found it
     grad_output = draw((TOKENS, SIZES[-1]), hash((500, 0, 0)) & 0x7FFFFFFF)
     with torch.autocast("cuda", dtype=torch.bfloat16), fp8():
-        y = model(x.to(torch.bfloat16) if bf16_input else x)
+        y = net(x.to(torch.bfloat16) if bf16_input else x)
     y.backward(grad_output.to(y.dtype))
     return [t.detach().float() for t in (y, x.grad, *(p.grad for p in params))]
 

@@ -17,7 +17,7 @@ from packaging.version import Version
 WORLD, SIZES, BATCH = 2, (32, 64, 16), 8
 
 
-def model() -> torch.nn.Module:
+def net() -> torch.nn.Module:
     torch.manual_seed(0)
     return torch.nn.Sequential(*(torch.nn.Linear(a, b) for a, b in zip(SIZES, SIZES[1:])))
 
@@ -40,12 +40,12 @@ def rank_main(rank: int, init: str, results: "mp.SimpleQueue | None") -> None:
     import thunder.distributed as td
 
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=WORLD)
-    reference = step(torch.nn.parallel.DistributedDataParallel(model()), rank)
+    reference = step(torch.nn.parallel.DistributedDataParallel(net()), rank)
     try:
         if Version(importlib.metadata.version("lightning-thunder")) >= Version("0.2.0.dev20240811"):
-            jitted = td.ddp(thunder.jit(model()), broadcast_from=None)
+            jitted = td.ddp(thunder.jit(net()), broadcast_from=None)
         else:
-            jitted = thunder.jit(td.ddp(model(), broadcast_from=None))
+            jitted = thunder.jit(td.ddp(net(), broadcast_from=None))
         got = step(jitted, rank)
         outcome = ("ran", max((got[n] - reference[n]).abs().max().item() for n in reference))
     except Exception as error:  # noqa: BLE001

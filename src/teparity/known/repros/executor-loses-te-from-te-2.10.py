@@ -62,8 +62,8 @@ def main() -> None:
     recipe = DelayedScaling()
     options = executor_options(thunder, recipe)
     torch.manual_seed(0)
-    model = torch.nn.Sequential(*(torch.nn.Linear(a, b, bias=False) for a, b in zip(SIZES, SIZES[1:])))
-    jitted = thunder.jit(model.to("cuda", torch.bfloat16), **options)
+    net = torch.nn.Sequential(*(torch.nn.Linear(a, b, bias=False) for a, b in zip(SIZES, SIZES[1:])))
+    jitted = thunder.jit(net.to("cuda", torch.bfloat16), **options)
     x = torch.randn(2, 8, SIZES[0], device="cuda", dtype=torch.bfloat16, requires_grad=True)
     if EXECUTOR == "functional":
         fp8 = te.autocast(enabled=True, recipe=recipe) if hasattr(te, "autocast") else te.fp8_autocast(enabled=True, fp8_recipe=recipe)

@@ -15,7 +15,7 @@ from packaging.version import Version
 WORLD, SIZES, BATCH = 2, (32, 64, 16), 8
 
 
-def model() -> torch.nn.Module:
+def net() -> torch.nn.Module:
     torch.manual_seed(0)
     return torch.nn.Sequential(*(torch.nn.Linear(a, b) for a, b in zip(SIZES, SIZES[1:])))
 
@@ -27,7 +27,7 @@ def data(rank: int, micro: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 def expected(micros: range) -> dict[str, torch.Tensor]:
     """The mean over ranks of the gradients summed over ``micros``, in plain torch."""
-    m = model()
+    m = net()
     for rank in range(WORLD):
         for micro in micros:
             x, grad_out = data(rank, micro)
@@ -47,10 +47,10 @@ def rank_main(rank: int, init: str, results: "mp.SimpleQueue | None") -> None:
 
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=WORLD)
     if Version(importlib.metadata.version("lightning-thunder")) >= Version("0.2.0.dev20240811"):
-        jitted = td.fsdp(thunder.jit(model()), broadcast_from=None, device=torch.device("cpu"))
+        jitted = td.fsdp(thunder.jit(net()), broadcast_from=None, device=torch.device("cpu"))
     else:
-        jitted = thunder.jit(td.fsdp(model(), broadcast_from=None, device=torch.device("cpu")))
-    shapes = {name: p.shape for name, p in model().named_parameters()}
+        jitted = thunder.jit(td.fsdp(net(), broadcast_from=None, device=torch.device("cpu")))
+    shapes = {name: p.shape for name, p in net().named_parameters()}
     with jitted.no_sync():  # micro-batch 0: accumulate, do not reduce
         x, grad_out = data(rank, 0)
         jitted(x).backward(grad_out)

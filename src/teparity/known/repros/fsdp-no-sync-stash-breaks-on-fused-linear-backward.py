@@ -52,20 +52,20 @@ def rank_main(rank: int, init: str, results: "mp.SimpleQueue | None") -> None:
     device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank)) % torch.cuda.device_count())
     torch.cuda.set_device(device)
     torch.manual_seed(0)
-    model = torch.nn.Sequential(*(torch.nn.Linear(a, b) for a, b in zip(SIZES, SIZES[1:]))).to(device, torch.bfloat16)
+    net = torch.nn.Sequential(*(torch.nn.Linear(a, b) for a, b in zip(SIZES, SIZES[1:]))).to(device, torch.bfloat16)
     # The legacy executor wraps its forward in fp8_autocast itself, with the recipe given to thunder.jit.
     options = {"executors": [legacy_executor(), *thunder.get_default_executors()], "te_fp8_recipe": DelayedScaling()}
     if Version(importlib.metadata.version("lightning-thunder")) >= Version("0.2.0.dev20240811"):
-        jitted = td.fsdp(thunder.jit(model, **options), broadcast_from=None, device=device)
-    else:  # the 2024 builds before it take jit(fsdp(model)) only
-        jitted = thunder.jit(td.fsdp(model, broadcast_from=None, device=device), **options)
+        jitted = td.fsdp(thunder.jit(net, **options), broadcast_from=None, device=device)
+    else:  # the 2024 builds before it take jit(fsdp(net)) only
+        jitted = thunder.jit(td.fsdp(net, broadcast_from=None, device=device), **options)
     g = torch.Generator().manual_seed(100 * rank)
     x, grad_out = (torch.randn(BATCH, n, generator=g).to(device, torch.bfloat16) for n in (SIZES[0], SIZES[-1]))
     try:
         with td.skip_data_parallel_grad_sync():  # the micro-batch's first call compiles its no-sync backward
             jitted(x).backward(grad_out)
         held = len(re.findall(r"\bte_linear_\d+\(", str(thunder.last_traces(jitted)[-1])))
-        names = [name for name, _ in model.named_parameters()]
+        names = [name for name, _ in net.named_parameters()]
         stashed = [n for n in names if hasattr(jitted._model.get_parameter(n), "_thunder_fsdp_unsharded_grad")]
         outcome = ("ran", held, len(stashed), len(names))
     except Exception as error:  # noqa: BLE001

@@ -42,11 +42,11 @@ def functional_executor() -> tuple:
     return None, "this thunder has no functional TE executor"
 
 
-def eager_te(te, model: torch.nn.Module, x: torch.Tensor, grad_out: torch.Tensor, fp8) -> tuple[dict, torch.Tensor]:
-    """te.Linear twins of ``model``'s linears (same weights), one micro-batch: their gradients, and the second linear's
+def eager_te(te, net: torch.nn.Module, x: torch.Tensor, grad_out: torch.Tensor, fp8) -> tuple[dict, torch.Tensor]:
+    """te.Linear twins of ``net``'s linears (same weights), one micro-batch: their gradients, and the second linear's
     input's gradient."""
     twins = []
-    for layer in model:
+    for layer in net:
         twin = te.Linear(layer.in_features, layer.out_features, bias=True, params_dtype=torch.bfloat16, device=x.device)
         with torch.no_grad():
             twin.weight.copy_(layer.weight)
@@ -76,14 +76,14 @@ def rank_main(rank: int, init: str, results: "mp.SimpleQueue | None") -> None:
     recipe = DelayedScaling()
     fp8 = lambda: te.autocast(enabled=True, recipe=recipe) if hasattr(te, "autocast") else te.fp8_autocast(enabled=True, fp8_recipe=recipe)  # noqa: E731
     torch.manual_seed(0)
-    model = torch.nn.Sequential(*(torch.nn.Linear(a, b) for a, b in zip(SIZES, SIZES[1:]))).to(device, torch.bfloat16)
+    net = torch.nn.Sequential(*(torch.nn.Linear(a, b) for a, b in zip(SIZES, SIZES[1:]))).to(device, torch.bfloat16)
     g = torch.Generator().manual_seed(100 * rank)
     x, grad_out = (torch.randn(BATCH, n, generator=g).to(device, torch.bfloat16) for n in (SIZES[0], SIZES[-1]))
-    eager, input_grad = eager_te(te, model, x, grad_out, fp8)
+    eager, input_grad = eager_te(te, net, x, grad_out, fp8)
     executor, transform = functional_executor()
     options = {"executors": [executor, *thunder.get_default_executors()], "transforms": [transform()]}
     try:
-        jitted = td.fsdp(thunder.jit(model, **options), broadcast_from=None, device=device)
+        jitted = td.fsdp(thunder.jit(net, **options), broadcast_from=None, device=device)
         with td.skip_data_parallel_grad_sync():  # as inside ThunderModule.no_sync, before it reduce-scatters the stash
             with fp8():
                 y = jitted(x)

@@ -17,7 +17,7 @@ from packaging.version import Version
 WORLD, SIZES, BATCH, BUCKETINGS = 2, (32, 64, 16), 8, ("NONE", "LAYER", "BLOCK")
 
 
-def model() -> torch.nn.Module:
+def net() -> torch.nn.Module:
     torch.manual_seed(0)
     return torch.nn.Sequential(*(torch.nn.Linear(a, b) for a, b in zip(SIZES, SIZES[1:])))
 
@@ -29,7 +29,7 @@ def data(rank: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 def expected() -> dict[str, torch.Tensor]:
     """The parameters' gradients averaged over the ranks, in plain torch."""
-    m = model()
+    m = net()
     for rank in range(WORLD):
         x, grad_out = data(rank)
         m(x).backward(grad_out)
@@ -50,9 +50,9 @@ def one_step(rank: int, bucketing: str) -> tuple:
                    broadcast_from=None, device=torch.device("cpu"))
     try:
         if Version(importlib.metadata.version("lightning-thunder")) >= Version("0.2.0.dev20240811"):
-            jitted = td.fsdp(thunder.jit(model()), **options)
+            jitted = td.fsdp(thunder.jit(net()), **options)
         else:
-            jitted = thunder.jit(td.fsdp(model(), **options))
+            jitted = thunder.jit(td.fsdp(net(), **options))
         x, grad_out = data(rank)
         x.requires_grad_(True)
         jitted(x).backward(grad_out)

@@ -67,12 +67,12 @@ def main() -> None:
     options = executor_options(thunder)
     recipe = DelayedScaling()
     torch.manual_seed(0)
-    model = Checkpointed(*(torch.nn.Linear(a, b, bias=False) for a, b in zip(SIZES, SIZES[1:]))).cuda()
+    net = Checkpointed(*(torch.nn.Linear(a, b, bias=False) for a, b in zip(SIZES, SIZES[1:]))).cuda()
     x, grad_out = torch.randn(BATCH, SIZES[0], device="cuda"), torch.randn(BATCH, SIZES[-1], device="cuda")
-    plain = thunder.jit(model, executors=[thunder.extend.get_executor("torch")])
+    plain = thunder.jit(net, executors=[thunder.extend.get_executor("torch")])
     plain(x.clone().requires_grad_(True)).backward(grad_out)
     torch_recomputed = count(thunder.last_backward_traces(plain)[-1], "linear")
-    jitted = thunder.jit(model, **options)
+    jitted = thunder.jit(net, **options)
     fp8 = te.autocast(enabled=True, recipe=recipe) if hasattr(te, "autocast") else te.fp8_autocast(enabled=True, fp8_recipe=recipe)
     try:
         with fp8:

@@ -51,8 +51,8 @@ def main() -> None:
     with fp8():
         eager.cuda()(x).sum().backward()  # eager TE casts the bias for its FP8 GEMM
     torch.manual_seed(0)
-    model = torch.nn.Sequential(*(torch.nn.Linear(a, b, bias=True) for a, b in zip(SIZES, SIZES[1:]))).cuda()
-    jitted = thunder.jit(model, **executor_options(thunder))
+    net = torch.nn.Sequential(*(torch.nn.Linear(a, b, bias=True) for a, b in zip(SIZES, SIZES[1:]))).cuda()
+    jitted = thunder.jit(net, **executor_options(thunder))
     try:
         with fp8():
             jitted(x).sum().backward()

@@ -56,13 +56,13 @@ def mlp(linear) -> torch.nn.Sequential:
     return torch.nn.Sequential(*layers).cuda()
 
 
-def train(model, params: list, fp8, recipe_at) -> list[list[torch.Tensor]]:
+def train(net, params: list, fp8, recipe_at) -> list[list[torch.Tensor]]:
     """STEPS SGD steps under TE's FP8 autocast with `recipe_at(step)`: each step's output and gradients."""
     optimizer, steps = torch.optim.SGD(params, lr=LR), []
     for step in range(STEPS):
         x, grad_output = data(step)
         with fp8(recipe_at(step)):
-            y = model(x)
+            y = net(x)
         y.backward(grad_output)
         steps.append([t.detach().float().clone() for t in (y, x.grad, *(p.grad for p in params))])
         optimizer.step()

@@ -66,17 +66,17 @@ def main() -> None:
     recipe = DelayedScaling()
     fp8 = lambda: te.autocast(enabled=True, recipe=recipe) if hasattr(te, "autocast") else te.fp8_autocast(enabled=True, fp8_recipe=recipe)  # noqa: E731
     torch.manual_seed(0)
-    model = Checkpointed(*(torch.nn.Linear(a, b, bias=False) for a, b in zip(SIZES, SIZES[1:]))).cuda()
+    net = Checkpointed(*(torch.nn.Linear(a, b, bias=False) for a, b in zip(SIZES, SIZES[1:]))).cuda()
     eager = torch.nn.Sequential(*(te.Linear(a, b, bias=False, params_dtype=torch.float32) for a, b in zip(SIZES, SIZES[1:])))
     with torch.no_grad():
-        for mine, theirs in zip(eager, model):
+        for mine, theirs in zip(eager, net):
             mine.weight.copy_(theirs.weight)
     x, grad_out = torch.randn(BATCH, SIZES[0], device="cuda"), torch.randn(BATCH, SIZES[-1], device="cuda")
     with fp8():
         y = eager.cuda()(x.clone().requires_grad_(True))
     y.backward(grad_out)
     print("eager TE: te.Linear ran its FP8 forward and backward")
-    compiled = thunderfx(model, **options)
+    compiled = thunderfx(net, **options)
     try:
         with fp8():
             y = compiled(x.clone().requires_grad_(True))

@@ -54,8 +54,8 @@ def main() -> None:
         te_version = "none"
     print(f"thunder {importlib.metadata.version('lightning-thunder')}, TransformerEngine {te_version}, torch {torch.__version__}")
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(SIZES[0], SIZES[1]), torch.nn.GELU(), torch.nn.Linear(SIZES[1], SIZES[2]))
-    jitted = thunder.jit(model, executors=[executor, *thunder.get_default_executors()])
+    net = torch.nn.Sequential(torch.nn.Linear(SIZES[0], SIZES[1]), torch.nn.GELU(), torch.nn.Linear(SIZES[1], SIZES[2]))
+    jitted = thunder.jit(net, executors=[executor, *thunder.get_default_executors()])
     had = module.__dict__.get("FP8GlobalStateManager")  # TE's class, or nothing without TE
     module.FP8GlobalStateManager = Recorder
     per_step = []

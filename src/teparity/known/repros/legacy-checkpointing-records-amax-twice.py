@@ -70,10 +70,10 @@ def main() -> None:
     executor = legacy_executor()
     recipe = DelayedScaling()
     torch.manual_seed(0)
-    model = Checkpointed(*(torch.nn.Linear(a, b, bias=False) for a, b in zip(SIZES, SIZES[1:]))).cuda()
+    net = Checkpointed(*(torch.nn.Linear(a, b, bias=False) for a, b in zip(SIZES, SIZES[1:]))).cuda()
     eager = torch.nn.Sequential(*(te.Linear(a, b, bias=False, params_dtype=torch.float32) for a, b in zip(SIZES, SIZES[1:])))
     with torch.no_grad():
-        for mine, theirs in zip(eager, model):
+        for mine, theirs in zip(eager, net):
             mine.weight.copy_(theirs.weight)
     x, grad_out = torch.randn(BATCH, SIZES[0], device="cuda"), torch.randn(BATCH, SIZES[-1], device="cuda")
     fp8 = te.autocast(enabled=True, recipe=recipe) if hasattr(te, "autocast") else te.fp8_autocast(enabled=True, fp8_recipe=recipe)
@@ -81,7 +81,7 @@ def main() -> None:
         y = eager.cuda()(x.clone().requires_grad_(True))
     y.backward(grad_out)
     eager_row0, eager_newest = input_amaxes(eager[0])  # read now: every later TE update rolls every history
-    jitted = thunder.jit(model, executors=[executor, *thunder.get_default_executors()], te_fp8_recipe=recipe)
+    jitted = thunder.jit(net, executors=[executor, *thunder.get_default_executors()], te_fp8_recipe=recipe)
     try:
         jitted(x.clone().requires_grad_(True)).backward(grad_out)  # the legacy executor enters fp8_autocast itself
     except Exception as error:  # noqa: BLE001
@@ -96,7 +96,7 @@ def main() -> None:
     first = linears[0]._call_ctx[linears[0].sym.name]  # functools.partial(TELinear, is_grad_enabled=...)
     row0, newest = input_amaxes(getattr(first, "func", first))
     rerun = [b.sym.name for b in backward.bound_symbols if b.sym.name.startswith("te_linear_")]
-    grad = (model[0].weight.grad - eager[0].weight.grad).abs().max().item()
+    grad = (net[0].weight.grad - eager[0].weight.grad).abs().max().item()
     print(f"backward trace reruns {rerun or 'no TE linear'}; first linear's input amax history after the step: "
           f"row 0 {row0:.4g}, newest {newest:.4g} (eager TE: row 0 {eager_row0:.4g}, newest {eager_newest:.4g}); "
           f"max |first weight's grad - eager TE's| {grad:.3g}")

@@ -41,12 +41,12 @@ def mlp() -> torch.nn.Sequential:
     return torch.nn.Sequential(*(torch.nn.Linear(a, b, bias=False) for a, b in zip(SIZES, SIZES[1:]))).cuda()
 
 
-def te_twin(te, model: torch.nn.Sequential) -> torch.nn.Sequential:
+def te_twin(te, net: torch.nn.Sequential) -> torch.nn.Sequential:
     """The same MLP of te.Linear, with the same weights."""
     twin = torch.nn.Sequential(*(te.Linear(m.in_features, m.out_features, bias=False, params_dtype=torch.float32)
-                                 for m in model))
+                                 for m in net))
     with torch.no_grad():
-        for mine, theirs in zip(twin, model):
+        for mine, theirs in zip(twin, net):
             mine.weight.copy_(theirs.weight)
     return twin.cuda()
 
@@ -68,13 +68,13 @@ def main() -> None:
     fp8 = te.autocast(enabled=True, recipe=recipe) if hasattr(te, "autocast") else te.fp8_autocast(enabled=True, fp8_recipe=recipe)
     x = torch.randn(BATCH, SIZES[0], device="cuda")
     grad_out = torch.randn(BATCH, SIZES[-1], device="cuda")
-    model = mlp()
-    eager = te_twin(te, model)
+    net = mlp()
+    eager = te_twin(te, net)
     with fp8:
         y = eager(x.clone().requires_grad_(True))
     y.backward(grad_out)
     print("eager TE: te.Linear ran its FP8 forward and backward")
-    jitted = thunder.jit(model, executors=[executor, *thunder.get_default_executors()], te_fp8_recipe=recipe)
+    jitted = thunder.jit(net, executors=[executor, *thunder.get_default_executors()], te_fp8_recipe=recipe)
     try:
         jitted(x.clone().requires_grad_(True)).backward(grad_out)  # the legacy executor enters fp8_autocast itself
     except Exception as error:  # noqa: BLE001
@@ -92,7 +92,7 @@ def main() -> None:
         print(f"NOT REPRODUCED: thunder ran, but the legacy executor held none of the {len(SIZES) - 1} linears: torch ran "
               "them (another defect: from TE 2.10 the legacy executor cannot import TE)")
         sys.exit(1)
-    worst = max((a.weight.grad - b.weight.grad).abs().max().item() for a, b in zip(model, eager))
+    worst = max((a.weight.grad - b.weight.grad).abs().max().item() for a, b in zip(net, eager))
     print(f"NOT REPRODUCED: thunder's legacy executor ran {held} TE linears and unpacked their saved tensors "
           f"(max |weight grad - eager TE's| {worst:.3g})")
     sys.exit(1)

@@ -34,7 +34,7 @@ class CheckpointedMLP(torch.nn.Sequential):
         return x
 
 
-def model() -> CheckpointedMLP:
+def net() -> CheckpointedMLP:
     torch.manual_seed(0)
     return CheckpointedMLP(*(torch.nn.Linear(a, b, bias=False) for a, b in zip(SIZES, SIZES[1:])))
 
@@ -54,9 +54,9 @@ def main() -> None:
         sys.exit(2)
     print(f"thunder {importlib.metadata.version('lightning-thunder')}, torch {torch.__version__}")
     x = torch.randn(BATCH, SIZES[0], generator=torch.Generator().manual_seed(1))
-    expected = step(model(), x)
+    expected = step(net(), x)
     try:
-        got = step(thunder.jit(model()), x)
+        got = step(thunder.jit(net()), x)
     except Exception as error:  # noqa: BLE001
         print(f"thunder.jit raised {type(error).__name__}: {(str(error).splitlines() or [''])[0][:240]}")
         text = "".join(traceback.format_exception(type(error), error, error.__traceback__))

@@ -91,10 +91,10 @@ def child() -> None:
           f"torch {torch.__version__}", flush=True)
     (torch.zeros(1, device="cuda", requires_grad=True) * 1).sum().backward()  # autograd's thread gets a CUDA context
     torch.manual_seed(4)
-    model = Block().cuda()
-    eager = copy.deepcopy(model)
+    net = Block().cuda()
+    eager = copy.deepcopy(net)
     for name in PROJECTIONS:
-        linear = getattr(model, name)
+        linear = getattr(net, name)
         setattr(eager, name, te.Linear(linear.in_features, linear.out_features, bias=False, device="cuda"))
         with torch.no_grad():
             getattr(eager, name).weight.copy_(linear.weight)
@@ -104,7 +104,7 @@ def child() -> None:
         expected = eager(x)
     expected.sum().backward()
     print("eager TE ran the block; thunder.jit compiles it now", flush=True)
-    jitted = thunder.jit(model, executors=[executor, *thunder.get_default_executors()], te_fp8_recipe=recipe)
+    jitted = thunder.jit(net, executors=[executor, *thunder.get_default_executors()], te_fp8_recipe=recipe)
     try:
         got = jitted(x)  # the legacy executor wraps its forward in fp8_autocast itself
         got.sum().backward()
