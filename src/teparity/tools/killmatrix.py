@@ -24,7 +24,7 @@ def kill_matrix(
     paths: list[str], workdir: Path, pytest_args: list[str] = (), jobs: int = 1, progress: Callable[[str], None] = print,
     *, first_kill: bool = False, targeted: bool = False,
 ) -> tuple[str, bool]:
-    """Run the matrix (the clean run first, then up to ``jobs`` mutants at a time); return its table
+    """Run the matrix (the clean run beside up to ``jobs`` mutants at a time: nothing waits on it); return its table
     and whether it passed. ``progress`` hears of each run as it ends (a cut-off run keeps those lines).
     ``first_kill``: each mutant's run stops at its first failure (the clean run always runs whole), so
     a row names the check that killed it first, not every one. ``targeted``: each mutant runs its catalog
@@ -65,15 +65,16 @@ def kill_matrix(
         verdict = "SURVIVED" if run.returncode == 0 else f"ERROR (exit {run.returncode})"
         return verdict, run.output.strip().splitlines()[-1] if run.output.strip() else ""
 
-    clean = gate(None)
+    reasons = {name: mutation.unavailable_reason(env) for name, mutation in sorted(CATALOG.items())}
+    applicable = [name for name, reason in reasons.items() if reason is None]
+    with ThreadPoolExecutor(max_workers=1) as beside, ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        cleaning = beside.submit(gate, None)
+        verdicts = dict(zip(applicable, pool.map(judge, applicable)))
+        clean = cleaning.result()
     passed = clean.tests_that("pass")
     ok = clean.returncode == 0 and bool(passed)
     verdict = "pass" if ok else f"FAIL (exit {clean.returncode}, {len(passed)} tests passed)"
     rows = [("(clean run)", verdict, ", ".join(clean.failed_checks()))]
-    reasons = {name: mutation.unavailable_reason(env) for name, mutation in sorted(CATALOG.items())}
-    applicable = [name for name, reason in reasons.items() if reason is None]
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        verdicts = dict(zip(applicable, pool.map(judge, applicable)))
     for name, reason in reasons.items():
         if reason is not None:
             rows.append((name, "n/a", reason))
