@@ -10,6 +10,7 @@ set -u
 TE=${1:?TE version}; BUNDLE=${2:?bundle folder}; BUILDS=${3:?thunder builds tar.xz}; shift 3
 export PYTHONUNBUFFERED=1
 { nvidia-smi -L; echo "cores: $(nproc)"; } > "$OUT/machine.txt" 2>&1
+for packed in "$BUNDLE"/*.so.xz; do [ -e "${packed%.xz}" ] || xz -dk "$packed"; done   # a prebuilt extension, carried packed
 source "$BUNDLE/install_bundle.sh" "$BUNDLE" /tmp/te-site > "$OUT/install.log" 2>&1 || { echo "TE install failed" >> "$OUT/install.log"; exit 1; }
 export PYTHONPATH=$PWD/src:/tmp/te-site   # the runner imports teparity; each gate gets its thunder build first
 rm -rf /tmp/thunder-builds /tmp/thunder-wheels && mkdir -p /tmp/thunder-builds /tmp/thunder-wheels

@@ -22,11 +22,12 @@ SCRIPT = textwrap.dedent(
 
     def life(rank, groups, init_file):
         dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=2)
-        group = [dist.new_group([0, 1]) for _ in range(groups)][-1]
-        doubled = distribute_tensor(torch.ones(4, 2), DeviceMesh.from_group(group, "cpu"), [Shard(0)]) * 2
-        total = doubled.full_tensor().sum().item()
-        dist.destroy_process_group()
-        return total
+        try:  # a life that raises still destroys its groups: gloo threads left at exit abort the rank
+            group = [dist.new_group([0, 1]) for _ in range(groups)][-1]
+            doubled = distribute_tensor(torch.ones(4, 2), DeviceMesh.from_group(group, "cpu"), [Shard(0)]) * 2
+            return doubled.full_tensor().sum().item()
+        finally:
+            dist.destroy_process_group()
 
     def main(rank, reset, init_files):
         sys.path.insert(0, SRC)
