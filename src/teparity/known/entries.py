@@ -465,7 +465,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
     KnownDefect(
         id="thunder-sdpa-params-predate-torch-2.5",
         summary="a thunder/torch pairing: thunder builds up to 0.2.0.dev20240728 call torch's _SDPAParams with the 6 "
-        "arguments of torch 2.4, which torch 2.5+ refuses: every model with scaled-dot-product attention fails to trace "
+        "arguments of torch 2.4, which torch 2.5+ refuses: every program with scaled-dot-product attention fails to trace "
         "on a CUDA device",
         executors=("legacy", "functional"),
         signature=signatures.SDPA_PARAMS_OF_SIX,

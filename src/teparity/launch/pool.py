@@ -63,7 +63,8 @@ def _pool(lane: int, world_size: int, backend: Backend, pg_timeout: float, workd
         if fork_preload is not None and (why := not_forkable(fork_preload, workdir)):
             if why not in _spawned_because:  # once per reason: stderr, shown with a failing test's output
                 _spawned_because.add(why)
-                print(f"teparity: spawning warm ranks instead of forking them: {why}", file=sys.stderr, flush=True)
+                sys.stderr.write(f"teparity: spawning warm ranks instead of forking them: {why}\n")  # one write
+                sys.stderr.flush()
             fork_preload = None  # what the fork server imported read another environment: spawn these ranks
         key = _key(prologue, fork_preload, lane)
         pool = _POOLS.get(key)
@@ -86,8 +87,10 @@ def prestart(*, world_size: int, backend: Backend, timeout: float, workdir: Path
         try:
             _pool(0, world_size, backend, pg_timeout_for(timeout, None), workdir, prologue, fork_preload)
         except Exception as error:  # the first run meets it again, with its evidence
-            print(f"teparity: the ranks started before the first run did not start ({type(error).__name__}); "
-                  "the first run starts them", file=sys.stderr, flush=True)
+            # One write, its newline included: print's two would let the main thread's line land between them.
+            said = f"the ranks started before the first run did not start ({type(error).__name__}); the first run starts them"
+            sys.stderr.write(f"teparity: {said}\n")
+            sys.stderr.flush()
 
     _prestarting = threading.Thread(target=start, name="teparity-prestart", daemon=True)
     _prestarting.start()
