@@ -5,7 +5,11 @@ id, summary, ranges, cause and the newest stack a committed run showed it on."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
+import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -64,13 +68,50 @@ def _header(entry: KnownDefect) -> str:
     return "".join("".join(f"# {line}\n" for line in textwrap.wrap(paragraph, 116)) for paragraph in said) + "\n"
 
 
-def run(entry_id: str, timeout_s: float = 600) -> tuple[int, str]:
-    """Run the reproduction here, in a process of its own: its exit status and output."""
+@dataclasses.dataclass(frozen=True)
+class Ran:
+    """One run of a reproduction: its exit status (None: stopped at the timeout) and its output streams."""
+
+    status: int | None
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stderr + self.stdout  # the verdict last
+
+
+def execute(entry_id: str, timeout_s: float) -> Ran:
+    """Run the written reproduction here, in a process and a session of its own: at ``timeout_s`` the session is killed
+    whole, so ranks the script spawned (torch.multiprocessing, torchrun) die with it."""
     with tempfile.TemporaryDirectory(prefix="teparity-repro-") as folder:
         path = Path(folder) / f"{entry_id}.py"
         path.write_text(script(entry_id))
-        done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=timeout_s, cwd=folder)
-    return done.returncode, done.stderr + done.stdout  # the verdict last
+        process = subprocess.Popen([sys.executable, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, cwd=folder, start_new_session=True)
+        try:
+            stdout, stderr = process.communicate(timeout=timeout_s)
+            return Ran(process.returncode, stdout, stderr)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            try:
+                stdout, stderr = process.communicate(timeout=30)
+            except subprocess.TimeoutExpired as late:  # a process that left the session holds the pipes
+                stdout, stderr = _text(late.stdout), _text(late.stderr)
+            return Ran(None, stdout, stderr)
+
+
+def _text(data: bytes | str | None) -> str:
+    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
+
+
+def run(entry_id: str, timeout_s: float = 600) -> tuple[int, str]:
+    """Run the reproduction here (``execute``): its exit status and output; past ``timeout_s``, TimeoutExpired."""
+    ran = execute(entry_id, timeout_s)
+    if ran.status is None:
+        raise subprocess.TimeoutExpired(f"{entry_id}.py", timeout_s, ran.stdout, ran.stderr)
+    return ran.status, ran.output
 
 
 def issue_body(entry_id: str, versions: str, status: int, output: str) -> str:

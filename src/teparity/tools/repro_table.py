@@ -2,20 +2,17 @@
 a process of its own, N at a time) into a JSON of verdicts, and ``python -m teparity repro-table`` joins such JSONs with
 the parity reports of the same stacks (thunder and TE versions): per entry and stack, the reproduction's verdict beside
 the gate's word for that entry's checks, and whether they agree. REPRODUCED agrees with ``known`` (a test reported the
-entry), NOT REPRODUCED with ``out of range`` (the entry is not registered for the stack), CANNOT RUN HERE with a stack
-where every test of the entry skipped (the gate's skip reasons beside the reproduction's); anything else, a timeout or
-a crash included, is a disagreement (exit 1)."""
+entry, or passed against a combined model holding its change), NOT REPRODUCED with ``out of range`` (the entry is not
+registered for the stack) or ``masked`` (another entry's defect fails its tests first), CANNOT RUN HERE with a stack
+where the gate skips tests of the entry (its skip reasons beside the reproduction's); anything else, a timeout or a
+crash included, is a disagreement (exit 1)."""
 
 from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
 import json
-import os
-import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -85,44 +82,18 @@ def line(result: dict[str, Any]) -> str:
 
 
 def run_one(entry_id: str, timeout_s: float) -> dict[str, Any]:
-    """The entry's reproduction run here as ``teparity.known.repro.run`` runs it (the written script, a process of its
-    own), but in a session of its own, killed whole at ``timeout_s``: exit status, verdict, last line, output tail."""
+    """The entry's reproduction run here (``teparity.known.repro.execute``, killed whole at ``timeout_s``): exit status,
+    verdict, last line, output tail."""
     from teparity.known import repro
 
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="teparity-repro-") as folder:
-        path = Path(folder) / f"{entry_id}.py"
-        path.write_text(repro.script(entry_id))
-        process = subprocess.Popen([sys.executable, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   text=True, cwd=folder, start_new_session=True)
-        try:
-            stdout, stderr = process.communicate(timeout=timeout_s)
-            status: int | None = process.returncode
-        except subprocess.TimeoutExpired:
-            status = None
-            _kill_session(process)
-            try:
-                stdout, stderr = process.communicate(timeout=30)
-            except subprocess.TimeoutExpired as late:  # a process that left the session holds the pipes
-                stdout, stderr = _text(late.stdout), _text(late.stderr)
+    ran = repro.execute(entry_id, timeout_s)
     seconds = round(time.monotonic() - started, 1)
-    last = last_line(stdout, stderr)
-    if status is None:
+    last = last_line(ran.stdout, ran.stderr)
+    if ran.status is None:
         last = f"no verdict within {timeout_s:g} s" + (f"; last printed: {last}" if last else "")
-    output = stderr + stdout  # the verdict last, as repro.run has it
-    return {"entry": entry_id, "status": status, "verdict": verdict_of(status, last), "last_line": last,
-            "seconds": seconds, "output_tail": output[-TAIL_CHARS:]}
-
-
-def _kill_session(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-def _text(data: bytes | str | None) -> str:
-    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
+    return {"entry": entry_id, "status": ran.status, "verdict": verdict_of(ran.status, last), "last_line": last,
+            "seconds": seconds, "output_tail": ran.output[-TAIL_CHARS:]}
 
 
 def last_line(stdout: str, stderr: str) -> str:
