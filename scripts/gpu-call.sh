@@ -1,42 +1,49 @@
 #!/usr/bin/env bash
-# One GPU-host run of the declared matrix: one TE release's stacks side by side (scripts/gpu-matrix.sh), then, side by
-# side, the targeted kill matrix on one of its stacks and every known defect's reproduction on the named stacks, joined
-# with those stacks' gate reports (`teparity repro-table`). The device returns at most 8 files: all but the table, the
-# matrix and the repro table travel in one archive, $OUT/call-te$TE.tgz.
+# One GPU-host call of the declared matrix: one or more TE releases' stacks, all side by side (scripts/gpu-matrix.sh
+# each), then, side by side, the targeted kill matrix on one stack and every known defect's reproduction on named
+# stacks, joined with those stacks' gate reports (`teparity repro-table`). The device returns at most 8 files: each
+# release's table (matrix-teV.txt), the repro table, and one archive of the rest, call.tgz.
 # usage, from the repository root on the GPU host, with $OUT writable and TEPARITY_COMMIT set:
-#   scripts/gpu-call.sh TE_VERSION BUNDLE_DIR THUNDER_BUILDS.tar.xz KILL_THUNDER|- [REPRO_THUNDER...]
-# A thunder version names /tmp/thunder-builds/VERSION (unpacked by gpu-matrix.sh) before the bundle's site. CALL_S
-# (default 570) bounds the whole run in seconds; REPRO_JOBS (default 4) reproductions run at a time on each stack.
+#   scripts/gpu-call.sh THUNDER_BUILDS.tar.xz TE_VERSION=BUNDLE_DIR...
+# A stack is TE_VERSION/THUNDER_VERSION. Environment: KILL (a stack: its kill matrix), REPRO (stacks: every
+# reproduction on each), GATE_N (each gate's xdist workers, default 2: 16 cores over 7 to 9 stacks), CALL_S (default
+# 570: the whole call's bound in seconds), REPRO_JOBS (default 4: reproductions at a time on a stack).
 set -u
-TE=${1:?TE version}; BUNDLE=${2:?bundle}; BUILDS=${3:?thunder builds}; KILL=${4:?kill-matrix thunder or -}; shift 4
+BUILDS=${1:?thunder builds}; shift
+[ $# -gt 0 ] || { echo "usage: scripts/gpu-call.sh THUNDER_BUILDS.tar.xz TE_VERSION=BUNDLE_DIR..." >&2; exit 2; }
 : "${TEPARITY_COMMIT:?}" "${OUT:?}"
 export PYTHONUNBUFFERED=1
-start=$(date +%s); W=/tmp/call; rm -rf "$W"; mkdir -p "$W/matrix" "$W/kill" "$W/repro"
+start=$(date +%s); W=/tmp/call; rm -rf "$W"; mkdir -p "$W/kill" "$W/repro"
 elapsed() { echo $(( $(date +%s) - start )); }
-OUT=$W/matrix timeout 420 scripts/gpu-matrix.sh "$TE" "$BUNDLE" "$BUILDS" --timeout-s 360
-echo "matrix: exit $? at $(elapsed) s" >> "$W/call.log"
+for release in "$@"; do
+  TE=${release%%=*}; mkdir -p "$W/te-$TE"
+  ( OUT=$W/te-$TE timeout 420 scripts/gpu-matrix.sh "$TE" "${release#*=}" "$BUILDS" --timeout-s 360 -- -n "${GATE_N:-2}"
+    echo "matrix TE $TE: exit $? at $(elapsed) s" >> "$W/call.log" ) &
+done
+wait
 left=$(( ${CALL_S:-570} - $(elapsed) ))
-site() { echo "/tmp/thunder-builds/$1:/tmp/te-site:$PWD/src"; }
-if [ "$KILL" != - ]; then
+site() { echo "/tmp/thunder-builds-${1%%/*}/${1#*/}:/tmp/te-site-${1%%/*}:$PWD/src"; }
+name() { echo "te${1%%/*}-th${1#*/}"; }
+if [ -n "${KILL:-}" ]; then
   ( PYTHONPATH=$(site "$KILL") timeout "$left" python3 -m teparity kill-matrix tests/trace tests/numerics tests/features \
       tests/ddp tests/fsdp --workdir "$W/kill/work" --jobs 4 --first-kill --targeted \
-      --pytest-args "-n 3 -p no:cacheprovider --tb=short" > "$W/kill/killmatrix-te$TE-th$KILL.txt" 2>&1
-    echo "kill-matrix: exit $? at $(elapsed) s (limit $left s)" >> "$W/kill/killmatrix-te$TE-th$KILL.txt" ) &
+      --pytest-args "-n 3 -p no:cacheprovider --tb=short" > "$W/kill/killmatrix-$(name "$KILL").txt" 2>&1
+    echo "kill-matrix: exit $? at $(elapsed) s (limit $left s)" >> "$W/kill/killmatrix-$(name "$KILL").txt" ) &
 fi
-for V in "$@"; do
-  ( PYTHONPATH=$(site "$V") timeout "$left" python3 -m teparity repro --all --jobs "${REPRO_JOBS:-4}" --json "$W/repro/repro-te$TE-th$V.json" \
-      > "$W/repro/repro-te$TE-th$V.txt" 2>&1
-    echo "repro --all: exit $? at $(elapsed) s" >> "$W/repro/repro-te$TE-th$V.txt" ) &
+for S in ${REPRO:-}; do
+  ( PYTHONPATH=$(site "$S") timeout "$left" python3 -m teparity repro --all --jobs "${REPRO_JOBS:-4}" \
+      --json "$W/repro/repro-$(name "$S").json" > "$W/repro/repro-$(name "$S").txt" 2>&1
+    echo "repro --all: exit $? at $(elapsed) s" >> "$W/repro/repro-$(name "$S").txt" ) &
 done
 wait
 echo "kill matrix and repros done at $(elapsed) s" >> "$W/call.log"
-if [ $# -gt 0 ]; then
-  mkdir -p /tmp/stacks && tar xzf "$W/matrix/stacks.tgz" -C /tmp/stacks
-  PYTHONPATH=/tmp/te-site:$PWD/src python3 -m teparity repro-table --repros "$W"/repro/*.json --gate /tmp/stacks/*.json \
-    --out "$OUT/repro-table-te$TE.md" > "$W/repro/repro-table.txt" 2>&1
+if [ -n "${REPRO:-}" ]; then
+  mkdir -p /tmp/stacks && for packed in "$W"/te-*/stacks.tgz; do tar xzf "$packed" -C /tmp/stacks; done
+  PYTHONPATH=$PWD/src python3 -m teparity repro-table --repros "$W"/repro/*.json --gate /tmp/stacks/*.json \
+    --out "$OUT/repro-table.md" > "$W/repro/repro-table.txt" 2>&1
   echo "repro-table: exit $?" >> "$W/repro/repro-table.txt"
 fi
-cp "$W/matrix/matrix.txt" "$OUT/matrix-te$TE.txt"
-(cd "$W" && tar czf "$OUT/call-te$TE.tgz" call.log matrix repro kill/*.txt \
-   $(cd "$W" && find kill/work -maxdepth 1 \( -name "*.json" -o -name "*.log" \) 2>/dev/null))
+for release in "$@"; do TE=${release%%=*}; cp "$W/te-$TE/matrix.txt" "$OUT/matrix-te$TE.txt"; done
+(cd "$W" && tar czf "$OUT/call.tgz" call.log te-* repro kill/*.txt \
+   $(find kill/work -maxdepth 1 \( -name "*.json" -o -name "*.log" \) 2>/dev/null))
 echo "packed at $(elapsed) s"

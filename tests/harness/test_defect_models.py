@@ -15,7 +15,7 @@ from teparity.gate.pairs import ModelParted, Pairs
 from teparity.gate.report import MODEL_PROPERTY, NUMBERS_PROPERTY
 from teparity.inrank import defect_models
 from teparity.inrank.defect_models import tie_parameters
-from teparity.judge.failures import SilentFallback
+from teparity.judge.failures import PartedFromEager, SilentFallback
 from teparity.known import registry
 from teparity.known.registry import BY_ID
 from teparity.records import STATE_PER_CACHE_ENTRY, TORCH_LINEARS, Case, CaseRun, Pair, PairSpec, StepRecord
@@ -317,21 +317,48 @@ def test_defects_that_cover_one_test_together_are_modeled_together() -> None:
         combined([models.STATE_PER_ENTRY, models.FRESH_STATE_PER_RECIPE])
 
 
-def test_a_thunder_side_raise_is_judged_by_the_registry_not_against_a_model() -> None:
-    """A model predicts numbers, not a raise: where thunder raised, the true reference's failure goes to the registry
-    (a bounded signature, or a failure), and the model is not run against it."""
-    ran = []
-
-    def verdict(pair: Pair) -> None:
-        ran.append(pair.spec.model)
-        raise AssertionError("thunder vs eager TE differs")
-
-    raised = _pair(1.001)
-    raised.thunder[0][0].error = "ValueError: not enough values to unpack"
+def _judge_raised(thunder_te: bool, verdict: Any = None) -> tuple[list[Any], BaseException]:
+    """Judge a pair whose thunder side raised in its one case; the models each verdict ran against, and the failure."""
+    ran: list[Any] = []
     pairs = Pairs(ENV, None, "gloo", lambda said: None, NO_GRAD, lambda key, value: None)
-    with pytest.raises(AssertionError, match="thunder vs eager TE differs"):
-        pairs.judge_against_te_or_model(raised, verdict)
+
+    def recorded(pair: Pair) -> Any:
+        ran.append(pair.spec.model)
+        return (verdict or (lambda judged: pairs.assert_parity(judged, "ctx")))(pair)
+
+    raised = _pair(1.001, thunder_te=thunder_te)
+    raised.thunder[0][0].error = "ValueError: not enough values to unpack\n  File \"x\", line 1, in backward_fn"
+    with pytest.raises(AssertionError) as caught:
+        pairs.judge_against_te_or_model(raised, recorded)
+    return ran, caught.value
+
+
+def test_a_thunder_side_raise_that_the_reference_shows_goes_to_the_registry_unmodeled() -> None:
+    """A model predicts numbers, not a raise: where thunder raised and the true reference's failure lists it, that
+    failure goes to the registry (a bounded signature, or a failure), and the model is not run."""
+    ran, error = _judge_raised(thunder_te=True)
     assert ran == [SPEC.model]
+    assert isinstance(error, PartedFromEager) and error.evidence["case_errors"][0]["side"] == "thunder", error
+    assert "against the model" not in str(error)
+
+
+def test_a_thunder_side_raise_that_an_earlier_check_hid_is_shown_by_the_model() -> None:
+    """Where an earlier check of the true reference (here TE's claim, which the defect breaks) hid the raise, the
+    failure that goes to the registry is the model's, which waives that check and lists the raise: the raise is never
+    known under a signature that does not see it."""
+    ran, error = _judge_raised(thunder_te=False)
+    assert ran == [SPEC.model, TORCH_LINEARS]
+    assert isinstance(error, PartedFromEager) and error.evidence["case_errors"], error
+    assert f"against the model of {NO_GRAD.id}" in str(error)
+    assert registry.match([NO_GRAD], error, ENV) is None
+
+
+def test_a_thunder_side_raise_that_the_model_hides_too_parts_from_the_model() -> None:
+    def hiding(pair: Pair) -> None:
+        raise AssertionError("an invariant broken before the cases were compared")
+
+    ran, error = _judge_raised(thunder_te=False, verdict=hiding)
+    assert ran == [SPEC.model, TORCH_LINEARS] and isinstance(error, ModelParted), error
 
 
 def test_the_no_sync_stash_model_accumulates_each_linears_input_grad_as_its_weight_grad() -> None:

@@ -364,6 +364,11 @@ UNBOUND_GELU = ("UnboundLocalError: cannot access local variable 't69' where it 
                 "  File \"thunder.backward_fn_30\", line 67, in backward_fn\n"
                 "    t157 = torch.mul(t69, t118)  # t157: \"cuda:0 f32[2, 8, 32]\"")
 
+#: thunder 0.2.3 under thunder.jit (docs/results/h200-matrix-4a18837, te2.9.0-th0.2.3.json).
+UNBOUND_GELU_JIT = ("UnboundLocalError: cannot access local variable 't74' where it is not associated with a value\n"
+                    "  File \"thunder.backward_fn_6\", line 56, in backward_fn\n"
+                    "    bw_t136 = torch.mul(t74, bw_t121)  # bw_t136: \"cuda:0 f32[2, 8, 32]\"")
+
 #: thunder 0.2.0.dev20240728 on torch 2.11 (docs/results/h200-te1.8.0-4306794, th0.2.0.dev20240728.log).
 SDPA_PARAMS = ("TypeError: __init__(): incompatible constructor arguments. The following argument types are supported:\n"
                "  File \"SITE/thunder/executors/sdpaex.py\", line 662, in _fused_sdp_choice\n"
@@ -465,6 +470,31 @@ SIGNATURES.update({
                 {"case": Case(), "side": "thunder", "error": UNBOUND},
                 {"case": Case(), "side": "thunder", "error": UNBOUND_GELU.replace("in backward_fn", "in forward_fn")}]), _env()),
             ("no case raised", _parted(micro_batches=1, variant=CHECKPOINT_FX), _env()),
+        ],
+    ),
+    "functional-jit-checkpointing-backward-unbound": (
+        # As 0.2.3 shows it against the model of functional-checkpointing-saves-te-linears: the GELU case raises, the
+        # linears-only case matches (docs/results/h200-matrix-4a18837).
+        _parted(micro_batches=1, numeric_differences=0, first_difference=None, variant=CHECKPOINT_JIT,
+                case_errors=[{"case": Case(), "side": "thunder", "error": UNBOUND_GELU_JIT}]),
+        _env(),
+        [
+            ("compiled with thunderfx", _parted(micro_batches=1, numeric_differences=0, first_difference=None,
+                                                variant=CHECKPOINT_FX,
+                                                case_errors=[{"case": Case(), "side": "thunder", "error": UNBOUND_GELU_JIT}]), _env()),
+            ("the linears-only case raised", _parted(micro_batches=1, numeric_differences=0, first_difference=None,
+                                                     variant=CHECKPOINT_JIT, case_errors=[
+                {"case": Case(activation=None), "side": "thunder", "error": UNBOUND_GELU_JIT}]), _env()),
+            ("numbers differ too", _parted(micro_batches=1, numeric_differences=1, variant=CHECKPOINT_JIT,
+                                           case_errors=[{"case": Case(), "side": "thunder", "error": UNBOUND_GELU_JIT}]), _env()),
+            ("the eager side", _parted(micro_batches=1, numeric_differences=0, first_difference=None, variant=CHECKPOINT_JIT,
+                                       case_errors=[{"case": Case(), "side": "eager", "error": UNBOUND_GELU_JIT}]), _env()),
+            ("in the forward", _parted(micro_batches=1, numeric_differences=0, first_difference=None, variant=CHECKPOINT_JIT,
+                                       case_errors=[{"case": Case(), "side": "thunder",
+                                                     "error": UNBOUND_GELU_JIT.replace("in backward_fn", "in forward_fn")}]), _env()),
+            ("without checkpointing", _parted(micro_batches=1, numeric_differences=0, first_difference=None, variant="",
+                                              case_errors=[{"case": Case(), "side": "thunder", "error": UNBOUND_GELU_JIT}]), _env()),
+            ("no case raised", _parted(micro_batches=1, variant=CHECKPOINT_JIT), _env()),
         ],
     ),
     "thunder-sdpa-params-predate-torch-2.5": (

@@ -107,7 +107,7 @@ def _kill_matrix(commands: argparse._SubParsersAction) -> argparse.ArgumentParse
     kills.add_argument("paths", nargs="*", default=["tests/trace", "tests/numerics", "tests/features", "tests/ddp", "tests/fsdp"])
     kills.add_argument("--workdir", type=Path, help="reports and pytest temp dirs (default: a new temp dir)")
     kills.add_argument("--pytest-args", default="", help='extra pytest arguments, e.g. "-n 2"')
-    kills.add_argument("--jobs", type=int, default=1, help="mutants run at a time, after the clean run (default 1)")
+    kills.add_argument("--jobs", type=int, default=1, help="mutants run at a time, beside the clean run (default 1)")
     kills.add_argument("--first-kill", action="store_true",
                        help="stop each mutant's run at its first failure (--maxfail=1): names one killer, not all")
     kills.add_argument("--targeted", action="store_true",

@@ -51,6 +51,11 @@ def comparison_numbers(result: Any) -> dict[str, Any]:
             "allowed": dict(result.allowed)}
 
 
+def _shows_a_raise(failure: AssertionError) -> bool:
+    """Whether a judge's failure lists the cases that raised (``PartedFromEager``'s ``case_errors``)."""
+    return bool(getattr(failure, "evidence", {}).get("case_errors"))
+
+
 def _eager_spec(spec: PairSpec) -> PairSpec:
     """The eager side's spec: it never consults the executor, nor thunder's FSDP bucketing; the DDP reference of an
     FSDP pair does not shard (one run serves ZeRO2 and ZeRO3)."""
@@ -108,19 +113,26 @@ class Pairs:
     def judge_against_te_or_model(self, pair: Pair, verdict: Callable[[Pair], Verdict]) -> Verdict:
         """``verdict`` of the pair. Where a known defect's model covers the test, thunder is judged against the true
         reference first (a pass is the XPASS that retires the entry), and where it fails there, against the model by
-        the same rules: it must pass there, or the test fails as ``ModelParted`` (more than the defect differs)."""
+        the same rules: it must pass there, or the test fails as ``ModelParted`` (more than the defect differs).
+
+        A raise is no behaviour a model predicts: where thunder raised, the registry judges a failure that shows the
+        raise (only a bounded signature holds it), the reference's, or where an earlier check there hid it (a broken
+        trace invariant), the model's, which waives what the covering defect breaks."""
         __tracebackhide__ = True
         if pair.modeled is None or self.modeled_by is None:
             return self._numbers(verdict(pair))
         try:
             return self._numbers(verdict(pair))
         except AssertionError as reference:
-            if any(run.error is not None for runs in pair.thunder for run in runs):
-                raise  # a raise is no behaviour a model predicts: the registry holds it to a bounded signature
+            raised = any(run.error is not None for runs in pair.thunder for run in runs)
+            if raised and _shows_a_raise(reference):
+                raise
             entry = self.modeled_by
             try:
                 modeled = verdict(pair.against_model(entry))
             except AssertionError as parted:
+                if raised and _shows_a_raise(parted):
+                    raise parted from None
                 head = str(reference).splitlines()[0][:300]
                 raise ModelParted(
                     f"thunder differs from the model of known upstream defect {entry.id} ({entry.model.words}), so more "

@@ -23,12 +23,12 @@ the gradient reduction: thunder's ``skip_data_parallel_grad_sync``, DDP's ``no_s
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from teparity.inrank import sides
 from teparity.inrank.fsdp_transform import fully_shard_network, gather_shard
-from teparity.inrank.sides import Program, ThunderStyleAccumulation, eager_module, te_scale_update, thunder_fp8, thunder_no_sync
+from teparity.inrank.sides import Program, eager_module, te_scale_update, thunder_fp8, thunder_no_sync
 from teparity.records import Case, CaseRun, PairSpec, ScaleUpdate, Side
 from teparity.stack.executors import ExecutorInfo
 from teparity.stack.te_api import te_autocast
@@ -72,42 +72,17 @@ def _program(side: Side, plain: Any, spec: PairSpec, group: Any, case: Case, inf
     return program
 
 
-def _stashing_input_grads(module: Any, choose: Callable[[Any, bool], None]) -> Callable[[Any, bool], None]:
-    """``choose`` that also tells ``defect_models.InputGradAsWeightGrad`` over ``module`` whether the micro-batch reduces."""
-    from teparity.inrank.defect_models import InputGradAsWeightGrad
-
-    stash = InputGradAsWeightGrad(module)
-
-    def both(recipe: Any, synced: bool) -> None:
-        stash.choose(synced)
-        choose(recipe, synced)
-
-    return both
-
-
 def _eager_reference(module: Any, spec: PairSpec, group: Any) -> Program:
     """The eager side: the ``te.Linear`` twins (or a defect model of them: ``sides.eager_module``) under the spec's
     reference (module docstring): the network, the parameters it steps, how a gradient becomes full, and the context
     of a micro-batch whose gradient is not reduced."""
-    import torch
-
-    fp8 = lambda recipe: te_autocast(recipe, group)  # noqa: E731
     if spec.fsdp_reference == "ddp":
-        device_ids = [torch.cuda.current_device()] if torch.distributed.get_backend() == "nccl" else None
-        network: Any = torch.nn.parallel.DistributedDataParallel(module, device_ids=device_ids)
-        trained = module.trained() if spec.model is not None else module
-        accumulation = ThunderStyleAccumulation(network, dict(trained.named_parameters()))
-        program = Program(network, dict(network.module.named_parameters()), fp8, accumulation.span, finish=accumulation.finish)
-        if spec.model is not None:
-            program.choose, program.state_module = module.choose, module.state_module
-            program.parameters = dict(module.trained().named_parameters())
-        if spec.input_grad_as_weight_grad:
-            program.choose = _stashing_input_grads(module, program.choose)
-        return program
+        return sides.eager_program(module, spec, group, ddp=True)
     if spec.model is not None:
         raise NotImplementedError(f"the defect model {spec.model} under torch FSDP2: the fsdp tier models defects against "
                                   "its DDP reference only (gloo ranks sharing a GPU)")
     network = fully_shard_network(module, spec.fsdp, mesh=_mesh(), keep_attributes=True)
+    fp8 = lambda recipe: te_autocast(recipe, group)  # noqa: E731
 
     @contextlib.contextmanager
     def no_sync() -> Iterator[None]:

@@ -186,25 +186,42 @@ def _program(side: Side, plain: Any, spec: PairSpec, group: Any, case: Case, inf
 
 def _eager_program(plain: Any, spec: PairSpec, group: Any, case: Case) -> Program:
     """Eager TE (or a defect model of it: ``eager_module``), under torch DDP where the spec asks."""
+    return eager_program(eager_module(plain, spec, group, case), spec, group, ddp=spec.ddp)
+
+
+def eager_program(module: Any, spec: PairSpec, group: Any, *, ddp: bool) -> Program:
+    """``module`` (``eager_module``) as the eager side's program: under torch DDP with thunder's way of accumulating
+    gradients where ``ddp`` (the ddp tier, and the fsdp tier's DDP reference); a defect model's choice of module per
+    micro-batch, and the no-sync stash of input gradients where the spec models it."""
     import torch
 
-    if spec.input_grad_as_weight_grad:
-        raise NotImplementedError("the no-sync stash of input gradients is a defect of thunder's FSDP: its model runs "
-                                  "on the fsdp tier's eager side (teparity.inrank.fsdp_sides)")
-    module = eager_module(plain, spec, group, case)
     network: Any = module
-    if spec.ddp:
-        device_ids = [torch.cuda.current_device()] if torch.distributed.get_backend() == "nccl" else None
-        network = torch.nn.parallel.DistributedDataParallel(network, device_ids=device_ids)
-    fp8 = lambda recipe: te_autocast(recipe, group)  # noqa: E731
     parameters = dict((module.trained() if spec.model is not None else module).named_parameters())
-    no_sync, finish = contextlib.nullcontext, lambda: None
-    if spec.ddp:
-        accumulation = ThunderStyleAccumulation(network, parameters)
-        no_sync, finish = accumulation.span, accumulation.finish
-    if spec.model is None:
-        return Program(network, parameters, fp8, no_sync, finish=finish)
-    return Program(network, parameters, fp8, no_sync, module.choose, module.state_module, finish)
+    program = Program(network, parameters, lambda recipe: te_autocast(recipe, group), contextlib.nullcontext)
+    if ddp:
+        device_ids = [torch.cuda.current_device()] if torch.distributed.get_backend() == "nccl" else None
+        program.network = torch.nn.parallel.DistributedDataParallel(network, device_ids=device_ids)
+        accumulation = ThunderStyleAccumulation(program.network, parameters)
+        program.no_sync, program.finish = accumulation.span, accumulation.finish
+    if spec.model is not None:
+        program.choose, program.state_module = module.choose, module.state_module
+    if spec.input_grad_as_weight_grad:
+        program.choose = _stashing_input_grads(module, program.choose)
+    return program
+
+
+def _stashing_input_grads(module: Any, choose: Callable[[Any, bool], None]) -> Callable[[Any, bool], None]:
+    """``choose`` that also tells ``defect_models.InputGradAsWeightGrad`` over ``module`` whether the micro-batch
+    reduces (a defect of thunder's FSDP no-sync stash)."""
+    from teparity.inrank.defect_models import InputGradAsWeightGrad
+
+    stash = InputGradAsWeightGrad(module)
+
+    def both(recipe: Any, synced: bool) -> None:
+        stash.choose(synced)
+        choose(recipe, synced)
+
+    return both
 
 
 def thunder_fp8(spec: PairSpec, group: Any) -> Callable[[Any], Any]:

@@ -225,6 +225,19 @@ def _recompute_reads_an_unbound_forward_tensor(evidence: PartedFromEagerEvidence
     )
 
 
+def _gelu_reads_an_unbound_forward_input(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
+    errors = evidence["case_errors"]
+    return (
+        "activation checkpointing" in evidence["variant"] and "compiled with thunderfx" not in evidence["variant"]
+        and not evidence["numeric_differences"] and bool(errors)
+        and all(
+            e["side"] == "thunder" and e["error"].startswith("UnboundLocalError: cannot access local variable")
+            and "in backward_fn" in e["error"] and e["case"].activation == "gelu"
+            for e in errors
+        )
+    )
+
+
 def _no_sync_stashed_nothing(evidence: dict[str, Any], env: Environment) -> bool:
     """Every failing rank raised the harness's check that thunder's FSDP no-sync backward stashed a gradient, and
     nothing else failed."""
@@ -408,6 +421,13 @@ RECOMPUTE_READS_AN_UNBOUND_FORWARD_TENSOR = Signature(
     _recompute_reads_an_unbound_forward_tensor,
     "under activation checkpointing compiled with thunderfx, every case error is the thunder side's "
         "UnboundLocalError in backward_fn, at least one of them at a te_functional_linear_bwd call, and no number differs",
+    bounded=True,
+)
+CHECKPOINTED_GELU_READS_AN_UNBOUND_INPUT = Signature(
+    PartedFromEager,
+    _gelu_reads_an_unbound_forward_input,
+    "under activation checkpointing compiled with thunder.jit, every case error is the thunder side's "
+        "UnboundLocalError in backward_fn, each in a case with GELUs, and no number differs",
     bounded=True,
 )
 RECOMPUTE_UPDATES_THE_FORWARD_STATE_AGAIN = Signature(

@@ -1,4 +1,4 @@
-"""The kill matrix: run the gate clean, then once per applicable mutation, and say which checks killed
+"""The kill matrix: run the gate clean and once per applicable mutation, side by side, and say which checks killed
 each mutant. It fails when the clean run fails or an applicable mutant survives.
 
 Each run is a pytest subprocess with ``--teparity-inject NAME`` (so every process of the run, ranks
