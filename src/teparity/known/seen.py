@@ -28,7 +28,7 @@ NEWEST_SEEN: dict[str, tuple[str | None, str | None]] = {
     "functional-amax-not-reduced-across-ranks": ('0.2.5.dev20250817', '2.9.0'),
     "functional-checkpointing-saves-te-linears": ('0.2.5.dev20250629', '2.9.0'),
     "functional-thunderfx-checkpointing-backward-unbound": ('0.2.4', '2.9.0'),
-    "functional-jit-checkpointing-backward-unbound": ('0.2.7.dev20260201', '2.20.2'),
+    "functional-jit-checkpointing-backward-unbound": ('0.2.4', '2.9.0'),
     "functional-checkpointing-updates-fp8-state-twice": ('0.2.5.dev20250803', '2.9.0'),
     "thunder-sdpa-params-predate-torch-2.5": ('0.2.0.dev20240728', '1.8.0'),
     "thunder-torchcompile-cat-segfault-on-llama": ('0.2.0.dev20240901', '1.8.0'),
