@@ -44,7 +44,8 @@ def test_the_terminal_table_fits_120_columns_shares_footnotes_and_groups_rows_th
     report.record("ddp[delayed]", "legacy", TestOutcome("a", "known", "m", known_defect="some-defect"))
     report.record("ddp[delayed]", "functional", TestOutcome("b", "skip", long_reason))
     report.record("torch-autocast", "legacy", TestOutcome("c", "FAIL", "x", near_miss="other-defect"))
-    report.record("torch-autocast", "functional", TestOutcome("d", "XPASS", "known upstream defect fixed-defect: ..."))
+    report.record("torch-autocast", "functional", TestOutcome("d", "XPASS", "known upstream defect decoy: ...",
+                                                               did_not_show=["fixed-defect", "also-fixed"]))
     report.record("ddp-transform-matches-torch-ddp", None, TestOutcome("e", "pass", ""))
     lines = terminal_table(report)
     assert max(map(len, lines)) <= 120, max(lines, key=len)
@@ -56,6 +57,7 @@ def test_the_terminal_table_fits_120_columns_shares_footnotes_and_groups_rows_th
     assert not any(line.startswith("numerics-with-a-long-name") for line in lines), "rows that skip alike are grouped"
     assert re.search(rf"ddp\[delayed\] +known \[\d\] +skip \[{skip}\]", text), text
     assert "matches other-defect outside its range" in text and "fixed-defect did not show" in text
+    assert "also-fixed did not show" in text and "decoy" not in text, "an XPASS names its covering entries, from data"
     assert "no TE: the checks that run no TE executor (thunder's DDP and FSDP transforms, against torch's)" in lines
 
 

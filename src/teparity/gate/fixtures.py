@@ -53,7 +53,16 @@ def modeling(entries: list[Any]) -> Any:
     model = combined([entry.model for entry in with_models])
     if alone := next((entry for entry in with_models if entry.model is model), None):
         return alone  # one model stands for all (torch runs every linear)
-    return dataclasses.replace(with_models[0], id=" + ".join(entry.id for entry in with_models), model=model)
+    return dataclasses.replace(with_models[0], id=_JOINED.join(entry.id for entry in with_models), model=model)
+
+
+#: How the id of an entry that models several together joins theirs.
+_JOINED = " + "
+
+
+def modeled_ids(entry: Any) -> list[str]:
+    """The registry entries whose defects ``modeling``'s entry models."""
+    return entry.id.split(_JOINED)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from teparity import checks
-from teparity.gate.report import BOUNDED_PROPERTY, KNOWN_PROPERTY, NEAR_MISS_PROPERTY, ROW_PROPERTY
+from teparity.gate.report import BOUNDED_PROPERTY, COVERING_PROPERTY, KNOWN_PROPERTY, NEAR_MISS_PROPERTY, ROW_PROPERTY
 from teparity.gate.settings import probed_environment
 from teparity.known import registry
 from teparity.known.defect import KnownDefect, NearMiss
@@ -55,6 +55,7 @@ class KnownMarks:
             item.user_properties.append((ROW_PROPERTY, {"check": check, "executor": executor}))
             if entries := registry.covering(check, executor, versions):
                 item.stash[_COVERED] = entries
+                item.user_properties.append((COVERING_PROPERTY, [e.id for e in entries]))
                 item.add_marker(pytest.mark.xfail(
                     strict=True, raises=tuple(e.seen_type for e in entries), reason=" | ".join(e.reason() for e in entries)
                 ))

@@ -16,8 +16,9 @@ from typing import Any, TypeVar
 
 import pytest
 
+from teparity.gate.fixtures import modeled_ids
 from teparity.gate.ranks import RankRunner
-from teparity.gate.report import MODEL_PROPERTY, NUMBERS_PROPERTY
+from teparity.gate.report import EXPOSED_PROPERTY, MODEL_PROPERTY, NUMBERS_PROPERTY
 from teparity.judge.compare import Comparison
 from teparity.judge.parity import assert_parity, context, reference_update
 from teparity.known.defect import KnownDefect
@@ -132,6 +133,7 @@ class Pairs:
                 modeled = verdict(pair.against_model(entry))
             except AssertionError as parted:
                 if raised and _shows_a_raise(parted):
+                    self.note(EXPOSED_PROPERTY, modeled_ids(entry))  # their defects are there too (repro-table)
                     raise parted from None
                 head = str(reference).splitlines()[0][:300]
                 raise ModelParted(

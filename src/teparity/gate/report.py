@@ -23,7 +23,6 @@ Outcome = Literal["pass", "FAIL", "XPASS", "known", "skip"]
 PRECEDENCE: tuple[Outcome, ...] = ("FAIL", "XPASS", "known", "pass", "skip")
 NO_EXECUTOR = "-"
 SCHEMA = "teparity.parity-report/1"
-EVIDENCE_CHARS = 2000
 #: The ``user_properties`` keys that carry a test's part of the report across xdist: its row (check and
 #: executor), the one-line evidence of a pass, the entry a failure matched, and the entry a failure matched
 #: outside its ranges (a near miss).
@@ -31,6 +30,10 @@ ROW_PROPERTY = "teparity"
 EVIDENCE_PROPERTY = "teparity_evidence"
 KNOWN_PROPERTY = "teparity_known_defect"
 NEAR_MISS_PROPERTY = "teparity_near_miss"
+#: The registry entries that cover a test on the stack (at collection): an XPASS names them as data.
+COVERING_PROPERTY = "teparity_covering"
+#: The entries whose model's run exposed a thunder raise that the reference's own failure hid.
+EXPOSED_PROPERTY = "teparity_exposed_by"
 #: How a known test was held beyond its signature: against the entry's model (``{"modeled": "pass",
 #: "tensors_compared": N, ...}``), or by a bounded signature (``True``).
 MODEL_PROPERTY = "teparity_model"
@@ -43,11 +46,16 @@ BOUNDED_PROPERTY = "teparity_bounded"
 class TestOutcome:
     nodeid: str
     outcome: Outcome
-    #: For a pass: what the test recorded as evidence; for a failure or a known defect: the head of its
-    #: message; for an XPASS: the entry's reason; for a skip: the reason.
+    #: For a pass: what the test recorded as evidence; for a failure or a known defect: its message's excerpt
+    #: (``teparity.gate.evidence``); for an XPASS: the entries' reasons; for a skip: the reason.
     evidence: str
-    #: The registry entry (teparity.gate.known_defects) a "known" outcome matched.
+    #: The registry entry (``teparity.known.entries``) a "known" outcome matched.
     known_defect: str | None = None
+    #: The entries whose model a "known" outcome's thunder side was judged against where that exposed the raise which
+    #: ``known_defect``'s signature matched (the reference's own failure hid it): their defects are there too.
+    exposed_by: list[str] | None = None
+    #: The registry entries that covered an "XPASS" test: none of them showed (fixed upstream? retire them).
+    did_not_show: list[str] | None = None
     #: The entry whose signature a "FAIL" matched outside that entry's version ranges (a near miss).
     near_miss: str | None = None
     #: A "known" outcome held against the entry's model of the defect: "pass" (thunder matched the model under the

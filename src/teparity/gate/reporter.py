@@ -11,11 +11,13 @@ import pytest
 
 from teparity.gate import schedule
 from teparity.gate.controller import Controller
+from teparity.gate.evidence import excerpt
 from teparity.gate.header import te_settings
 from teparity.gate.report import (
     BOUNDED_PROPERTY,
-    EVIDENCE_CHARS,
+    COVERING_PROPERTY,
     EVIDENCE_PROPERTY,
+    EXPOSED_PROPERTY,
     KNOWN_PROPERTY,
     MODEL_PROPERTY,
     NEAR_MISS_PROPERTY,
@@ -35,27 +37,27 @@ _XPASS_STRICT = "[XPASS(strict)] "
 
 
 def _outcome(report: pytest.TestReport) -> TestOutcome | None:
+    properties = dict(report.user_properties)
     if report.skipped and hasattr(report, "wasxfail"):
         crash = getattr(report.longrepr, "reprcrash", None)
         message = crash.message if crash is not None else report.wasxfail
-        properties = dict(report.user_properties)
         model = properties.get(MODEL_PROPERTY) or {}
         numbers = {key: value for key, value in model.items() if key not in ("entry", "modeled")} or None
-        return TestOutcome(report.nodeid, "known", message[:EVIDENCE_CHARS], known_defect=properties.get(KNOWN_PROPERTY),
-                           modeled=model.get("modeled"), tensors_compared=model.get("tensors_compared"),
-                           bounded=properties.get(BOUNDED_PROPERTY), numbers=numbers)
+        return TestOutcome(report.nodeid, "known", excerpt(message), known_defect=properties.get(KNOWN_PROPERTY),
+                           exposed_by=properties.get(EXPOSED_PROPERTY), modeled=model.get("modeled"),
+                           tensors_compared=model.get("tensors_compared"), bounded=properties.get(BOUNDED_PROPERTY),
+                           numbers=numbers)
     if (report.failed and str(report.longrepr).startswith(_XPASS_STRICT)) or (report.passed and hasattr(report, "wasxfail")):
         reason = str(report.longrepr).removeprefix(_XPASS_STRICT) if report.failed else report.wasxfail
-        return TestOutcome(report.nodeid, "XPASS", reason[:EVIDENCE_CHARS])
+        return TestOutcome(report.nodeid, "XPASS", excerpt(reason), did_not_show=properties.get(COVERING_PROPERTY))
     if report.skipped:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         return TestOutcome(report.nodeid, "skip", reason.removeprefix("Skipped: "))
     if report.failed:
         crash = getattr(report.longrepr, "reprcrash", None)
         message = crash.message if crash is not None else report.longreprtext
-        return TestOutcome(report.nodeid, "FAIL", message[:EVIDENCE_CHARS], near_miss=dict(report.user_properties).get(NEAR_MISS_PROPERTY))
+        return TestOutcome(report.nodeid, "FAIL", excerpt(message), near_miss=properties.get(NEAR_MISS_PROPERTY))
     if report.when == "call":
-        properties = dict(report.user_properties)
         return TestOutcome(report.nodeid, "pass", properties.get(EVIDENCE_PROPERTY, ""), numbers=properties.get(NUMBERS_PROPERTY))
     return None
 

@@ -5,7 +5,6 @@ what a column without a TE executor holds."""
 
 from __future__ import annotations
 
-import re
 import textwrap
 
 from teparity.gate.report import NO_EXECUTOR, Cell, ParityReport
@@ -18,7 +17,6 @@ HEADINGS = {NO_EXECUTOR: "no TE"}
 COLUMN_NOTES = {NO_EXECUTOR: "no TE: the checks that run no TE executor (thunder's DDP and FSDP transforms, against torch's)"}
 #: The widest a check's column may be; a longer name wraps its row.
 CHECK_WIDTH = 56
-_RETIRE = re.compile(r"known upstream defect ([\w.-]+):")
 
 
 class Footnotes:
@@ -70,8 +68,9 @@ def cell_text(cell: Cell, notes: Footnotes) -> str:
         return "known " + "".join(notes.mark(_known_note(cell, defect)) for defect in cell.known_defects())
     count = f"({sum(1 for t in tests if t.outcome == outcome)}/{len(tests)})"
     if outcome == "XPASS":
-        entries = sorted({m.group(1) for t in tests if t.outcome == "XPASS" and (m := _RETIRE.search(t.evidence))})
-        return f"XPASS {count} " + "".join(notes.mark(f"{entry} did not show: fixed upstream? retire it") for entry in entries)
+        entries = sorted({entry for t in tests if t.outcome == "XPASS" for entry in t.did_not_show or ()})
+        said = [f"{entry} did not show: fixed upstream? retire it" for entry in entries] or ["an expected failure did not show"]
+        return f"XPASS {count} " + "".join(notes.mark(text) for text in said)
     if outcome == "FAIL":
         near = sorted({t.near_miss for t in tests if t.outcome == "FAIL" and t.near_miss})
         return f"FAIL {count}" + "".join(f" {notes.mark(f'matches {entry} outside its range')}" for entry in near)

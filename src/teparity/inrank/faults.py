@@ -61,6 +61,22 @@ def raise_on_last_rank(rank: int, world_size: int, message: str) -> None:
     dist.barrier()
 
 
+def raise_deep_on_every_rank(rank: int, world_size: int, depth: int, message: str) -> None:
+    """Every rank raises ``RuntimeError(f"rank {rank}: {message}")`` from ``depth`` frames down: a traceback longer
+    than a report keeps (what a collective's timeout under a deep model looks like)."""
+    _deeper(depth, f"rank {rank}: {message}")
+
+
+def _deeper(depth: int, message: str) -> None:
+    if depth > 0:
+        _deeper_still(depth - 1, message)  # frames alternate: Python folds a run of identical ones into one line
+    raise RuntimeError(message)
+
+
+def _deeper_still(depth: int, message: str) -> None:
+    _deeper(depth, message)
+
+
 def exit_on_last_rank(rank: int, world_size: int, code: int) -> None:
     """The last rank calls ``os._exit(code)`` mid-run, as a native crash or a stray exit would."""
     import torch.distributed as dist

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from teparity.launch.outcome import block_header
+
 
 class GateFailure(AssertionError):
     """A check failed; ``evidence`` holds the facts a registry predicate may read, under the keys its failure type
@@ -148,7 +150,7 @@ def raise_if_ranks_raised(runs: list[Any], what: str, context: str) -> None:
     __tracebackhide__ = True
     raised = [(rank, run.error) for rank, run in enumerate(runs) if run.error is not None]
     if raised:
-        blocks = "\n".join(f"--- rank {rank} raised ---\n{error.traceback.rstrip()}" for rank, error in raised)
+        blocks = "\n".join(f"{block_header(rank, 'raised')}\n{error.traceback.rstrip()}" for rank, error in raised)
         raise RaisedOnTheRanks(
             f"{what} raised on {len(raised)} of {len(runs)} ranks: {raised[0][1].type}: {raised[0][1].message}; "
             f"{context}\n{blocks}",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shlex
 import signal
 import sys
@@ -26,6 +27,8 @@ STACK_DUMP_WAIT_S = 2.0
 #: loaded 2-core runner took over 20 s. A run's own deadline counts from the joined group, when it is longer.
 START_DEADLINE_S = 300.0
 LOG_TAIL_LINES = 80
+#: The header of one rank's block in a ``RanksFailed`` message: its rank and what it did (raised, hung, ...).
+RANK_BLOCK = re.compile(r"^--- rank (?P<rank>\d+): (?P<summary>.*) ---$", re.M)
 
 
 def rank_traceback() -> str:
@@ -64,7 +67,7 @@ class RanksFailed(AssertionError):
     def __init__(self, failures: list[RankFailure], *, pids: list[int], header: str, footer: str) -> None:
         self.failures = failures
         self.pids = pids
-        blocks = [f"--- rank {f.rank}: {f.summary} ---\n{f.detail.rstrip()}" for f in failures]
+        blocks = [f"{block_header(f.rank, f.summary)}\n{f.detail.rstrip()}" for f in failures]
         super().__init__("\n".join([header, *blocks, footer]))
 
     @property
@@ -72,6 +75,11 @@ class RanksFailed(AssertionError):
         """What a known-defect signature may read: each failing rank's kind (raised, hung, signaled, exited)
         and detail (its traceback, stack or log tail)."""
         return {"failures": [{"rank": f.rank, "kind": f.kind, "detail": f.detail} for f in self.failures]}
+
+
+def block_header(rank: int, summary: str) -> str:
+    """The line that opens a rank's block in a ``RanksFailed`` message (what ``RANK_BLOCK`` reads back)."""
+    return f"--- rank {rank}: {summary} ---"
 
 
 def log_tail(workdir: Path, rank: int) -> str:

@@ -7,8 +7,6 @@ from teparity.gate.report import ParityReport, red
 from teparity.gate.table import COLUMN_NOTES, HEADINGS, Footnotes, cell_text
 from teparity.stack.versions import Versions
 
-EVIDENCE_LINES = 12
-
 
 def markdown_summary(report: ParityReport, exit_status: int | None = None) -> str:
     env = report.environment
@@ -31,8 +29,8 @@ def markdown_summary(report: ParityReport, exit_status: int | None = None) -> st
     if failing:
         lines += ["", f"### {len(failing)} failing test(s)"]
         for check, test in failing:
-            evidence = "\n".join(test.evidence.splitlines()[:EVIDENCE_LINES])
-            lines += ["", f"**{test.outcome}** `{test.nodeid}` ({check})", "", "```", evidence, "```"]
+            # The report's excerpt whole (``teparity.gate.evidence``): each failed rank's exception is in it.
+            lines += ["", f"**{test.outcome}** `{test.nodeid}` ({check})", "", "```", test.evidence, "```"]
     return "\n".join(lines) + "\n"
 
 
