@@ -39,7 +39,10 @@ wait
 echo "kill matrix and repros done at $(elapsed) s" >> "$W/call.log"
 if [ -n "${REPRO:-}" ]; then
   mkdir -p /tmp/stacks && for packed in "$W"/te-*/stacks.tgz; do tar xzf "$packed" -C /tmp/stacks; done
-  PYTHONPATH=$PWD/src python3 -m teparity repro-table --repros "$W"/repro/*.json --gate /tmp/stacks/*.json \
+  # With a stack's site, as every teparity command here: teparity imports its own dependencies (looseversion), which
+  # the host's Python lacks and the bundles bring.
+  read -r first _ <<< "$REPRO"
+  PYTHONPATH=$(site "$first") python3 -m teparity repro-table --repros "$W"/repro/*.json --gate /tmp/stacks/*.json \
     --out "$OUT/repro-table.md" > "$W/repro/repro-table.txt" 2>&1
   echo "repro-table: exit $?" >> "$W/repro/repro-table.txt"
 fi

@@ -30,7 +30,7 @@ from teparity.judge.failures import (
     TraceInvariantBroken,
 )
 from teparity.known import registry as known_defects
-from teparity.known.defect import BisectedBound, KnownDefect
+from teparity.known.defect import BisectedBound, KnownDefect, spans, within
 from teparity.known.entries import REGISTRY
 from teparity.launch.outcome import RankFailure, RanksFailed
 from teparity.records import NOTHING_STASHED, Case
@@ -603,8 +603,8 @@ def test_every_entry_is_bounded_and_cites_its_evidence(entry: KnownDefect) -> No
     and committed runs that showed it."""
     assert {checks.base(c) for c in entry.checks} <= _gate_checks()
     assert set(entry.executors) <= {"legacy", "functional", None}
-    for specifier in (entry.thunder, entry.te):
-        assert any(s.operator in (">=", ">", "==") for s in SpecifierSet(specifier)), f"{entry.id}: {specifier} has no lower bound"
+    for span in (*spans(entry.thunder), *spans(entry.te)):
+        assert any(s.operator in (">=", ">", "==") for s in SpecifierSet(span)), f"{entry.id}: {span} has no lower bound"
     assert entry.cause and entry.signature and entry.seen
     for seen in entry.seen:
         assert (REPO / seen).is_dir() and any((REPO / seen).rglob("*.json")), f"{entry.id}: no report under {seen}"
@@ -619,7 +619,7 @@ def _bound_problems(entry: KnownDefect, root: Path = REPO) -> list[str]:
     for bound in entry.bounds:
         specifier = entry.thunder if bound.package == "thunder" else entry.te
         clause = next(iter(SpecifierSet(bound.bound)))
-        if bound.bound not in {str(s) for s in SpecifierSet(specifier)}:
+        if bound.bound not in {str(s) for span in spans(specifier) for s in SpecifierSet(span)}:
             problems.append(f"{bound.bound} is not a clause of {bound.package} `{specifier}`")
         log = root / bound.log
         if not log.is_file():
@@ -740,6 +740,18 @@ def test_an_entry_that_needs_no_te_holds_without_te_and_within_its_te_range_only
     assert entry.id in held and held <= {e.id for e in REGISTRY if e.without_te}
 
 
+
+def test_a_range_of_spans_apart_holds_in_each_span_and_says_all_of_them_where_it_leaves_a_build_out() -> None:
+    """A defect that went away and came back: its range joins the spans with `` || ``; each holds, the gap does not."""
+    ranged = ">=0.2.0.dev20240811,<0.2.1 || >=0.2.4.dev20250608,<0.2.8"
+    assert spans(ranged) == [">=0.2.0.dev20240811,<0.2.1", ">=0.2.4.dev20250608,<0.2.8"]
+    held = {build: within(build, ranged) for build in ("0.2.0.dev20240728", "0.2.0.dev20240901", "0.2.1", "0.2.3",
+                                                        "0.2.4.dev20250608", "0.2.6", "0.2.8")}
+    assert held == {"0.2.0.dev20240728": False, "0.2.0.dev20240901": True, "0.2.1": False, "0.2.3": False,
+                    "0.2.4.dev20250608": True, "0.2.6": True, "0.2.8": False}
+    entry = dataclasses.replace(known_defects.BY_ID["fsdp-no-sync-loses-accumulated-gradients"], thunder=ranged)
+    assert entry.excluded(Versions(torch="2.11.0", thunder="0.2.3", transformer_engine="2.9.0")) == [f"thunder 0.2.3 not in `{ranged}`"]
+
 # -- through the plugin: a real pytest -n 2 run with a registry entry that holds here ----------------
 
 _CONFTEST = """
@@ -821,6 +833,7 @@ def test_only_the_defects_signature_is_expected(covered_run: pytest.Pytester) ->
     assert known["outcome"] == "known" and known["tests"][0]["known_defect"] == "legacy-executor-loses-te-from-te-2.10"
     assert "held 0 of 2 linears" in known["tests"][0]["evidence"]
     assert cells["ddp-first-step"]["outcome"] == "XPASS"
+    assert cells["ddp-first-step"]["tests"][0]["did_not_show"] == ["legacy-executor-loses-te-from-te-2.10"]
     for check in ("numerics[delayed]", "ddp[delayed]", "bwd-sync-placement[1proc]"):
         assert cells[check]["outcome"] == "FAIL", check
 

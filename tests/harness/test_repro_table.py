@@ -95,7 +95,7 @@ def _row(table: str, entry: str) -> list[str]:
     ("e-out-skip", "CANNOT RUN HERE", "out of range", True),
     ("e-out", "REPRODUCED", "out of range", False),
     ("e-pass", "NOT REPRODUCED", "in range, masked by another entry", True),  # its known test is another entry's
-    ("e-pass", "REPRODUCED", "in range, masked by another entry", False),
+    ("e-pass", "REPRODUCED", "in range, masked by another entry", True),  # in range, and there: the gate cannot see it
     ("e-known", "NOT REPRODUCED", "known", False),
     ("e-skip", "NOT REPRODUCED", "in range, not seen", False),
     ("e-known", "CANNOT RUN HERE", "known", False),
@@ -129,7 +129,7 @@ def test_cannot_run_here_shows_the_gates_skip_reasons_beside_the_reproductions(t
 
 
 def test_the_gate_word_counts_only_the_entrys_own_checks_executors_and_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    status, table = _table(tmp_path, monkeypatch, [_run(STACK, {"e-pass": "REPRODUCED"})], [_gate(STACK)])
+    status, table = _table(tmp_path, monkeypatch, [_run(STACK, {"e-pass": "TIMED OUT"})], [_gate(STACK)])
     assert status == 1 and "gate: in range, masked by another entry (2 tests: 1 known as e-known, 1 pass)" in table, table
     status, table = _table(tmp_path, monkeypatch, [_run(STACK, {"e-out": "REPRODUCED"})], [_gate(STACK)])
     assert status == 1 and "gate: out of range (TE 2.12.0 not in `<2.10`; 1 test: 1 pass)" in table, table
@@ -271,6 +271,9 @@ def test_a_timeout_kills_the_reproductions_own_processes_too(monkeypatch: pytest
     ("print('NOT REPRODUCED: fine')\nraise SystemExit(1)\n", "NOT REPRODUCED", "NOT REPRODUCED: fine"),
     ("print('half way')\nraise RuntimeError('boom')\n", "CRASHED", "RuntimeError: boom"),  # exit 1, no verdict
     ("print('REPRODUCED: but')\nraise SystemExit(2)\n", "CRASHED", "REPRODUCED: but"),  # the status says another
+    # A quoted error over several lines stays the verdict's (as thunder's InterpreterError printing a module does).
+    ("print('NOT REPRODUCED: raised Error(\\n  (0): Linear\\n)')\nraise SystemExit(1)\n", "NOT REPRODUCED",
+     "NOT REPRODUCED: raised Error( (0): Linear )"),
 ])
 def test_a_verdict_needs_its_exit_status_and_last_line_to_agree_else_it_is_a_crash(
     monkeypatch: pytest.MonkeyPatch, script: str, verdict: str, last: str
@@ -299,4 +302,18 @@ def test_a_test_held_against_a_combined_model_shows_each_entry_whose_change_the_
     unmodeled = dataclasses.replace(report.cells[("cc", "legacy")].tests[0], modeled=None)
     report.cells[("cc", "legacy")].tests[0] = unmodeled
     said = repro_table.judge(second, "e-second", {"verdict": "REPRODUCED"}, report, {"e-first": first, "e-second": second})
-    assert (said.gate, said.agrees) == ("in range, masked by another entry", False)
+    assert said.gate == "in range, masked by another entry"
+
+
+def test_a_known_test_whose_raise_an_entrys_model_exposed_shows_that_entry() -> None:
+    """Where the reference's own failure hid thunder's raise, the gate judged it against a covering entry's model, which
+    exposed it: the test is known as the raise's entry, and the modeled entry's defect is there too (``exposed_by``)."""
+    report = ParityReport(environment={"versions": STACK}, exitstatus=0)
+    exposed = TestOutcome("t/cp", "known", "m", known_defect="e-known", bounded=True, exposed_by=["e-pass"])
+    report.record("cp", "legacy", exposed)
+    said = repro_table.judge(REGISTRY["e-pass"], "e-pass", {"verdict": "REPRODUCED"}, report, REGISTRY)
+    assert (said.gate, said.agrees) == ("known", True)
+    assert "1 known as e-known (its raise exposed by this entry's model)" in said.details, said.details
+    report.cells[("cp", "legacy")].tests[0] = dataclasses.replace(exposed, exposed_by=None)
+    said = repro_table.judge(REGISTRY["e-pass"], "e-pass", {"verdict": "REPRODUCED"}, report, REGISTRY)
+    assert said.gate == "in range, masked by another entry"

@@ -15,7 +15,8 @@ type, and converts a failure to that type only when the signature matches (``mat
   stack, and the bisect command that would settle where the range really starts;
 - ``pytest --runxfail``: the whole truth, each matched failure labelled with its entry.
 
-Ranges are PEP 440 specifiers, so a bound named by release leaves out that release's own dev builds:
+Ranges are PEP 440 specifiers (a defect that went away and came back: its spans joined by `` || ``), so a bound
+named by release leaves out that release's own dev builds:
 ``>=0.2.6`` does not hold 0.2.6.dev20251019, which is a build before 0.2.6. Name a bound by build
 (``>=0.2.6.dev20250324``) where a bisect found it, and cite that bisect's log in ``bounds``
 (``python -m teparity bisect`` writes it; a harness test checks that the log's boundary is the bound).
@@ -189,9 +190,18 @@ class KnownDefect:
 _SEEN_TYPES: dict[str, type[KnownDefectSeen]] = {}
 
 
+#: What joins the spans of a range that holds over builds apart (a defect that went away and came back).
+ANY_OF = " || "
+
+
+def spans(specifier: str) -> list[str]:
+    """The PEP 440 specifiers whose union a range is (one, unless it joins spans apart with ``ANY_OF``)."""
+    return specifier.split(ANY_OF)
+
+
 def within(version: str | None, specifier: str) -> bool:
     parsed = parse_version(version or "")
-    return parsed is not None and SpecifierSet(specifier, prereleases=True).contains(parsed)
+    return parsed is not None and any(SpecifierSet(span, prereleases=True).contains(parsed) for span in spans(specifier))
 
 
 def _before_release(version: str | None, specifier: str) -> str:

@@ -2,7 +2,8 @@
 a process of its own, N at a time) into a JSON of verdicts, and ``python -m teparity repro-table`` joins such JSONs with
 the parity reports of the same stacks (thunder and TE versions): per entry and stack, the reproduction's verdict beside
 the gate's word for that entry's checks, and whether they agree. REPRODUCED agrees with ``known`` (a test reported the
-entry, or passed against a combined model holding its change), NOT REPRODUCED with ``out of range`` (the entry is not
+entry, passed against a combined model holding its change, or raised where its model exposed that) or ``masked`` (in
+range, another entry's defect fails its tests first), NOT REPRODUCED with ``out of range`` (the entry is not
 registered for the stack) or ``masked`` (another entry's defect fails its tests first), CANNOT RUN HERE with a stack
 where the gate skips tests of the entry (its skip reasons beside the reproduction's); anything else, a timeout or a
 crash included, is a disagreement (exit 1)."""
@@ -35,8 +36,9 @@ TAIL_CHARS = 4000
 KNOWN, NOT_SEEN, OUT_OF_RANGE = "known", "in range, not seen", "out of range"
 #: In range, and its tests known as another entry's defect, which fails them first (its reproduction meets that one).
 MASKED = "in range, masked by another entry"
-#: What each verdict agrees with (CANNOT RUN HERE: a stack where the gate skips tests of the entry, on any range).
-AGREES = {"REPRODUCED": (KNOWN,), "NOT REPRODUCED": (OUT_OF_RANGE, MASKED)}
+#: What each verdict agrees with (CANNOT RUN HERE: a stack where the gate skips tests of the entry, on any range). A
+#: masked entry is in range: its reproduction may show it, or meet the defect that masks it.
+AGREES = {"REPRODUCED": (KNOWN, MASKED), "NOT REPRODUCED": (OUT_OF_RANGE, MASKED)}
 CANNOT = "CANNOT RUN HERE"
 
 
@@ -97,12 +99,14 @@ def run_one(entry_id: str, timeout_s: float) -> dict[str, Any]:
 
 
 def last_line(stdout: str, stderr: str) -> str:
-    """The verdict (the script's last line of output), or where there is none, the last line of its errors."""
+    """The verdict: the script's last line of output that opens with one, on one line with any lines that continue it
+    (a quoted error can span several); where there is none, the last line of its errors or output."""
     from teparity.known import repro
 
     said = stdout.strip().splitlines()
-    if said and said[-1].startswith(tuple(f"{verdict}:" for verdict in repro.VERDICTS.values())):
-        return said[-1]
+    opens = tuple(f"{verdict}:" for verdict in repro.VERDICTS.values())
+    if starts := [index for index, text in enumerate(said) if text.startswith(opens)]:
+        return " ".join(text.strip() for text in said[starts[-1]:])
     return (stderr.strip().splitlines() or said or [""])[-1]
 
 
@@ -172,7 +176,8 @@ def judge(entry: KnownDefect | None, entry_id: str, result: dict[str, Any], repo
     """The gate's word for ``entry`` on ``report``'s stack, beside the reproduction's ``result`` there. A test judged
     against the combined model of every covering entry with a model (``gate.fixtures``) shows each whose change the
     model holds (not one that a model running every linear in torch stands in for), though its outcome names the
-    entry whose signature matched first."""
+    entry whose signature matched first; a known test whose raise the entry's model exposed (``exposed_by``) shows it
+    too."""
     versions = Versions(**{key: report.environment["versions"].get(key) for key in ("torch", "thunder", "transformer_engine")})
     stack = (versions.thunder, versions.transformer_engine)
     rows = [] if entry is None else [(check, None if executor == NO_EXECUTOR else executor, test)
@@ -191,8 +196,8 @@ def judge(entry: KnownDefect | None, entry_id: str, result: dict[str, Any], repo
         model = combined([other.model for other in with_models])  # what the test was judged against
         return model is entry.model or not any(model is other.model for other in with_models)
 
-    if any(test.outcome == "known" and test.known_defect == entry_id for test in tests) or \
-            any(modeled_with_others(*row) for row in rows):
+    if any(test.outcome == "known" and (test.known_defect == entry_id or entry_id in (test.exposed_by or ())) for test in tests) \
+            or any(modeled_with_others(*row) for row in rows):
         gate = KNOWN
     elif entry is not None and entry.holds_for_versions(versions):
         gate = MASKED if any(test.outcome == "known" for test in tests) else NOT_SEEN
@@ -215,8 +220,13 @@ def _tests_in_words(entry_id: str, tests: list) -> str:
     """The entry's tests on the stack: how many, their outcomes, and every skip reason."""
     if not tests:
         return "no test of the entry in the report"
-    outcomes = Counter(test.outcome if test.outcome != "known" or test.known_defect == entry_id
-                       else f"known as {test.known_defect}" for test in tests)
+    def outcome(test: Any) -> str:
+        if test.outcome != "known" or test.known_defect == entry_id:
+            return test.outcome
+        exposed = " (its raise exposed by this entry's model)" if entry_id in (test.exposed_by or ()) else ""
+        return f"known as {test.known_defect}{exposed}"
+
+    outcomes = Counter(outcome(test) for test in tests)
     said = f"{len(tests)} test{'' if len(tests) == 1 else 's'}: "
     said += ", ".join(f"{count} {outcome}" for outcome, count in sorted(outcomes.items()))
     skips = Counter(test.evidence for test in tests if test.outcome == "skip")
@@ -286,8 +296,8 @@ def markdown(stacks: list[Stack], entries: list[str], joins: dict[tuple[str, Sta
     agreeing = sum(join.agrees for join in joins.values())
     lines = ["# Reproductions beside the gate", "",
              "Each cell: the reproduction's verdict / the gate's word for the entry's checks on that stack. They agree "
-             "where REPRODUCED meets known, NOT REPRODUCED out of range (or masked: another entry's defect fails the entry's "
-             "tests first), and CANNOT RUN HERE a stack where the gate skips tests of the entry.", "", *rows, ""]
+             "where REPRODUCED meets known (or masked: in range, another entry's defect fails the entry's tests first), NOT "
+             "REPRODUCED out of range (or masked), and CANNOT RUN HERE a stack where the gate skips tests of the entry.", "", *rows, ""]
     if notes:
         lines += [*notes, ""]
     lines.append(f"{agreeing} of {len(joins)} agree; {len(disagreements)} disagree" + (":" if disagreements else "."))

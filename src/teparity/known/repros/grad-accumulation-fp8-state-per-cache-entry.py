@@ -14,6 +14,7 @@ import tempfile
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from packaging.version import Version
 
 #: The TE executors (module, attribute, what the module defines), the functional one first, newest thunder first.
 CANDIDATES = [("thunder.executors.transformer_engineex", "transformer_engine_ex", "TransformerEngineTransform"),
@@ -90,7 +91,9 @@ def rank_main(rank: int, init: str, results: "mp.SimpleQueue | None") -> None:
     else:  # the recipe goes to thunder.jit: the legacy executor wraps its forward in fp8_autocast itself
         options["te_fp8_recipe"], fp8 = recipe, contextlib.nullcontext
     try:
-        jitted = td.ddp(thunder.jit(plain, **options), broadcast_from=None)  # ranks build the same weights
+        ddp_of_jitted = Version(importlib.metadata.version("lightning-thunder")) >= Version("0.2.0.dev20240811")
+        jitted = (td.ddp(thunder.jit(plain, **options), broadcast_from=None) if ddp_of_jitted  # the same weights: no broadcast
+                  else thunder.jit(td.ddp(plain, broadcast_from=None), **options))  # before dev20240811: jit(ddp(module))
         differences = []
         for micro, x in enumerate(xs):  # all but the last micro-batch without the gradient all-reduce
             with td.skip_data_parallel_grad_sync() if micro < MICRO_BATCHES - 1 else contextlib.nullcontext():
@@ -101,7 +104,7 @@ def rank_main(rank: int, init: str, results: "mp.SimpleQueue | None") -> None:
         forwards = forward_passes(thunder.last_traces(jitted)[-1])  # the entry that ran last: the synced one
         outcome = (kind, thunder.cache_misses(jitted), eager_forwards, forwards, differences, None)
     except Exception as error:  # noqa: BLE001
-        outcome = (kind, None, eager_forwards, None, None, f"{type(error).__name__}: {str(error)[:300]}")
+        outcome = (kind, None, eager_forwards, None, None, f"{type(error).__name__}: {' '.join(str(error).split())[:300]}")
     if rank == 0:
         results.put(outcome) if results is not None else print_verdict(outcome)
     dist.destroy_process_group()
@@ -109,7 +112,6 @@ def rank_main(rank: int, init: str, results: "mp.SimpleQueue | None") -> None:
 
 def print_verdict(outcome: tuple) -> None:
     """Exit 0 where the synced micro-batch's cache entry recorded fewer forward passes than eager TE's one state."""
-    import thunder
     import transformer_engine
 
     print(f"thunder {importlib.metadata.version('lightning-thunder')}, TransformerEngine {transformer_engine.__version__}, torch {torch.__version__}")
@@ -118,17 +120,15 @@ def print_verdict(outcome: tuple) -> None:
           f"step-0 input amax history: eager TE {eager}, thunder (the synced micro-batch's entry) {jitted}; "
           f"max |thunder - eager TE| of each micro-batch's output: {differences}")
     if error or jitted is None:
-        print("NOT REPRODUCED: another defect: " + (f"thunder raised {error}" if error else
-                                                    "TE holds no linear in thunder's forward trace (torch ran them)"))
-        sys.exit(1)
+        sys.exit(print("NOT REPRODUCED: another defect: " + (f"thunder raised {error}" if error else "TE holds no linear "
+                                                             "in thunder's forward trace (torch ran them)")) or 1)
     if entries == MICRO_BATCHES and jitted < eager:
         print(f"REPRODUCED: the synced micro-batch ran in a cache entry of its own whose FP8 state recorded {jitted} of "
               f"the step's {eager} forward passes (eager TE's one state: {eager}); its output parts from eager TE's "
               f"by up to {differences[-1]:.3g}")
         sys.exit(0)
-    print("NOT REPRODUCED: " + ("the synced micro-batch's FP8 state saw every micro-batch, as eager TE's" if jitted == eager
-                                else "another defect"))
-    sys.exit(1)
+    sys.exit(print("NOT REPRODUCED: " + ("the synced micro-batch's FP8 state saw every micro-batch, as eager TE's"
+                                         if jitted == eager else "another defect")) or 1)
 
 
 if __name__ == "__main__":
