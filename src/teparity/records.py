@@ -44,7 +44,7 @@ class Architecture:
     how a case of it is named. Its TE linears are its ``nn.Linear`` modules at any depth (``inrank.networks.linear_names``)."""
 
     name: str
-    #: Its builder in the rank code, ``teparity.inrank.networks.BUILDER(case.sizes, seed=, device=, dtype=, **fields)``.
+    #: Its builder in the rank code, ``teparity.inrank.networks.<builder>(case.sizes, seed=, device=, dtype=, **fields)``.
     builder: str
     #: The ``Case`` fields the builder takes besides sizes and seed.
     case_fields: tuple[str, ...] = ()

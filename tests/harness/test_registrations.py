@@ -28,7 +28,7 @@ def _named_checks(node: ast.AST) -> list[str]:
 
 
 def _checks_marked(decorator: ast.expr, module: ast.Module) -> list[str]:
-    """The checks a ``@pytest.mark.check(...)`` decorator names: ``checks.NAME``, or, for a function of the test's
+    """The checks a ``@pytest.mark.check(...)`` decorator names: ``checks.<NAME>``, or, for a function of the test's
     parameters, the checks in the module-level tables it reads."""
     if not (isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute) and decorator.func.attr == "check"):
         return []

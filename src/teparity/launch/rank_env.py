@@ -9,7 +9,7 @@ sidecar process with one worker per core). torchrun sets ``OMP_NUM_THREADS=1`` f
 Why the NVML check (``PYTORCH_NVML_BASED_CUDA_CHECK=1``): inductor's import calls ``torch.cuda.is_available()``
 (``torch/_inductor/runtime/benchmarking.py``), which otherwise asks the CUDA runtime for the device count,
 and torch then marks every child forked later unfit for CUDA. With it the count comes from NVML, so the fork
-server can import inductor's compiler once for all its ranks (``teparity.stack.versions.fork_stages``; the
+server can import inductor's compiler once for all its ranks (``teparity.stack.envprobe.fork_stages``; the
 environment probe checks on each machine that a child forked after it still runs CUDA). It does not make
 thunder's import fork-safe where TE is installed (docs/facts.md).
 

@@ -6,7 +6,7 @@ the same environment, and none of its imported files changed since it imported t
 (``teparity.launch.fork_choice.fork_server_for_run``); else it starts its own and its header says why. The server
 lives as long as the command and dies with it, and its ranks with it, as a run's own does with the run.
 
-The server keeps standby ranks (``teparity.launch.forkserver.Standby``): forked ahead, each having run the
+The server keeps standby ranks (``teparity.launch.standby.Standby``): forked ahead, each having run the
 gate's rank prologue (``teparity.inrank.task.preload``: thunder's import, CUDA) and warm-up (TE's first FP8
 steps) before a run asks for ranks, so that a run's ranks start with that done. Between runs the server forks
 new ones for those taken.
