@@ -42,7 +42,7 @@ if [ -n "${REPRO:-}" ]; then
   # With a stack's site, as every teparity command here: teparity imports its own dependencies (looseversion), which
   # the host's Python lacks and the bundles bring.
   read -r first _ <<< "$REPRO"
-  PYTHONPATH=$(site "$first") python3 -m teparity repro-table --repros "$W"/repro/*.json --gate /tmp/stacks/*.json \
+  PYTHONPATH=$(site "$first") python3 -m teparity repro-table --repros "$W"/repro/*.json --gate /tmp/stacks/te*-th*.json \
     --out "$OUT/repro-table.md" > "$W/repro/repro-table.txt" 2>&1
   echo "repro-table: exit $?" >> "$W/repro/repro-table.txt"
 fi
