@@ -23,6 +23,12 @@ Snapshot = dict[str, dict[str, dict[str, Any]]]
 ScaleUpdate = Literal["fused", "python"]
 
 
+def reference_update(executor: str) -> ScaleUpdate:
+    """The scale update that does ``executor``'s arithmetic: TE's fused kernel for the legacy executor (it runs TE's
+    modules), TE's Python update for the functional one (the eager reference runs on it: ``teparity.judge.parity``)."""
+    return "python" if executor == "functional" else "fused"
+
+
 #: The eager models of known upstream defects (``PairSpec.model``; built by ``teparity.inrank.defect_models``): every
 #: linear run by torch on the parameters; one FP8 state per thunder cache entry (the micro-batches without the
 #: gradient all-reduce and the one with it); a fresh FP8 state whenever the recipe object changes; TE quantizing bf16
@@ -33,9 +39,14 @@ STATE_PER_CACHE_ENTRY = "state-per-cache-entry"
 FRESH_STATE_PER_RECIPE_OBJECT = "fresh-state-per-recipe-object"
 BF16_COPIES = "bf16-copies"
 RECOMPUTED_UNDER_FP8 = "recomputed-under-fp8"
+#: Further eager models: the checkpoint a resumed run loads without TE's FP8 state (``_extra_state``); each call of a
+#: linear called twice in one forward with an FP8 state of its own.
+RESUMED_WITHOUT_FP8_STATE = "resumed-without-fp8-state"
+STATE_PER_CALL = "state-per-call"
 #: What a rank raises where thunder's FSDP no-sync backward left no gradient for ``no_sync`` to reduce.
 NOTHING_STASHED = "thunder's FSDP no-sync backward stashed no unsharded gradient (_thunder_fsdp_unsharded_grad)"
-EAGER_MODELS = (TORCH_LINEARS, STATE_PER_CACHE_ENTRY, FRESH_STATE_PER_RECIPE_OBJECT, BF16_COPIES, RECOMPUTED_UNDER_FP8)
+EAGER_MODELS = (TORCH_LINEARS, STATE_PER_CACHE_ENTRY, FRESH_STATE_PER_RECIPE_OBJECT, BF16_COPIES, RECOMPUTED_UNDER_FP8,
+                RESUMED_WITHOUT_FP8_STATE, STATE_PER_CALL)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +64,14 @@ class Architecture:
     decompositions: str | None = None
     #: Its cases' label: before the sizes, and whether bias and activation are part of it.
     label_prefix: str = ""
+    #: The input's dtype where the network casts it to its own first (None: the case's dtype).
+    input_dtype: str | None = None
+    #: Calls of its linears per forward beyond one each (a linear called twice): thunder's trace holds a TE linear per call.
+    repeated_calls: int = 0
+
+    def linear_calls(self, linears: int) -> int:
+        """TE linears of a forward trace where TE holds each of its ``linears`` linears at every call."""
+        return linears + self.repeated_calls
 
     def label(self, case: Case) -> str:
         shape = "x".join(map(str, (*case.lead_shape, case.sizes[0])))
@@ -69,6 +88,8 @@ ARCHITECTURES: dict[str, Architecture] = {
         Architecture("mlp", "plain_mlp", case_fields=("bias", "activation")),
         Architecture("llama", "llama_block", label_prefix="llama-block", decompositions=(
             "the llama block's RMSNorm, rotary, SDPA and SiLU are thunder's decompositions against torch's kernels")),
+        Architecture("adapter", "adapter_mlp", label_prefix="frozen-base-adapter", input_dtype="float32"),
+        Architecture("shared", "shared_linear_mlp", label_prefix="linear-called-twice", repeated_calls=1),
     )
 }
 
@@ -86,8 +107,9 @@ class Case:
     #: "gelu" between linears, or None (linears only: every tensor TE sees is then bitwise equal on
     #: both sides, so the FP8 state can be compared exactly).
     activation: str | None = "gelu"
-    #: Its architecture's name in ``ARCHITECTURES``: "mlp" (``networks.plain_mlp``) or "llama" (``networks.llama_block``:
-    #: sizes are (width, MLP width, width), lead_shape (batch, sequence); bias and activation do not apply).
+    #: Its architecture's name in ``ARCHITECTURES``: "mlp" (``networks.plain_mlp``), "llama" (``networks.llama_block``:
+    #: sizes are (width, MLP width, width), lead_shape (batch, sequence)), "adapter" (``networks.adapter_mlp``) or
+    #: "shared" (``networks.shared_linear_mlp``); bias and activation apply to "mlp" only.
     architecture: str = "mlp"
 
     @property
@@ -155,6 +177,16 @@ class PairSpec:
     train: bool = _feature(True, lambda on: None if on else "no-grad forward passes only")
     #: ``torch.autocast`` around the forward with this dtype ("bfloat16"), on both sides.
     torch_autocast: str | None = _feature(None, lambda dtype: f"torch.autocast({dtype})" if dtype else None)
+    #: Resume from a checkpoint after ``steps // 2`` steps: ``state_dict()`` of the side's program loaded into a fresh
+    #: network, then "thunder" (compiled again: the thunder side; eager TE resumes in eager TE) or "eager" (the thunder
+    #: side's checkpoint loaded into eager TE); None: no checkpoint.
+    resume_into: str | None = _feature(None, lambda into: f"resumed from a checkpoint into {into} after half the steps"
+                                       if into else None)
+    #: Input shapes (without the feature dimension) by step, cycled; empty: the case's ``lead_shape`` at every step.
+    lead_shapes_by_step: tuple[tuple[int, ...], ...] = _feature((), lambda shapes: f"input shapes by step {list(shapes)}"
+                                                               if shapes else None)
+    #: ``thunder.jit(cache=...)`` ("symbolic values"); None: thunder's default.
+    cache: str | None = _feature(None, lambda cache: f"thunder.jit(cache={cache!r})" if cache else None)
     #: The eager side only: a known upstream defect's model (``teparity.inrank.defect_models``), eager TE built to do
     #: what thunder does wrong; None: eager TE itself, the true reference.
     model: str | None = None
@@ -171,6 +203,13 @@ class PairSpec:
 
     def recipe_id_at(self, step: int) -> str:
         return self.recipe_ids_by_step[step % len(self.recipe_ids_by_step)] if self.recipe_ids_by_step else self.recipe_id
+
+    def lead_shape_at(self, case: Case, step: int) -> tuple[int, ...]:
+        return self.lead_shapes_by_step[step % len(self.lead_shapes_by_step)] if self.lead_shapes_by_step else case.lead_shape
+
+    def resume_step(self) -> int | None:
+        """The step that runs first after the checkpoint, or None."""
+        return self.steps // 2 if self.resume_into else None
 
 
 @dataclasses.dataclass

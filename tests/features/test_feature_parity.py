@@ -1,7 +1,9 @@
 """Features tier: what an executor PR can break beyond plain training of linears, each held to eager TE
 by the numerics tier's rules (TE claims every linear, trace invariants, outputs and gradients every
 step, FP8 state): activation checkpointing, thunder's torch.compile path (thunderfx), recipe changes
-between steps, the no-grad forward, ``torch.autocast`` and a llama-style block.
+between steps, the no-grad forward, ``torch.autocast``, a llama-style block, and the combinations users train with:
+resuming from a checkpoint, a new input shape between steps, a frozen base linear with a trainable adapter, and a
+linear called twice in one forward.
 
 The eager side is the program without the feature where the feature must not change the numbers
 (checkpointing recomputes, it must not change what is computed), and the same program otherwise.
@@ -112,3 +114,70 @@ def test_training_under_torch_autocast_matches_eager_te(executor: str, parity: P
 def test_llama_block_matches_eager_te(executor: str, recipe_id: str, parity: Pairs) -> None:
     """A llama-style block, every projection TE-claimed, against the block with ``te.Linear`` projections."""
     _assert_feature(PairSpec(executor, recipe_id, LLAMA, steps=LLAMA_STEPS), parity, "llama block")
+
+
+#: Where a resumed run goes on: compiled again by thunder, or in eager TE (thunder's checkpoint loaded into te.Linear).
+RESUME_INTO = ["thunder", "eager"]
+
+
+@pytest.mark.parametrize("resume_into", RESUME_INTO)
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check(checks.CHECKPOINT_RESUME, "{resume_into}")
+def test_resume_from_checkpoint_matches_eager_te(executor: str, resume_into: str, parity: Pairs) -> None:
+    """3 steps, ``state_dict()``, a freshly built network loads it (and is compiled again, or is eager TE), 3 more steps:
+    against eager TE's own resumed run, which is its uninterrupted one (TE keeps its FP8 state in ``_extra_state``)."""
+    spec = PairSpec(executor, "delayed", CASES[:1], steps=6, resume_into=resume_into)
+    _assert_feature(spec, parity, f"resumed from a checkpoint into {resume_into} after 3 of 6 steps")
+
+
+#: Input shapes by step: a sequence length that changes and comes back; a short last batch. Each new shape is a new
+#: thunder cache entry (its own FP8 state); eager TE keeps one state per module.
+SHAPE_SCHEDULES = {
+    "sequence-length": ((2, 16), (2, 32), (2, 16), (2, 32)),
+    "short-last-batch": ((32,), (32,), (16,)),
+}
+#: thunder.jit's cache option: its default, and one entry for every shape where the build has it.
+CACHES = {"default": None, "symbolic-values": "symbolic values"}
+
+
+@pytest.mark.parametrize("cache", list(CACHES))
+@pytest.mark.parametrize("schedule", list(SHAPE_SCHEDULES))
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check(checks.NEW_INPUT_SHAPE, "{schedule}-{cache}")
+def test_new_input_shape_between_steps_matches_eager_te(executor: str, schedule: str, cache: str, parity: Pairs) -> None:
+    """The input's shape changes between steps (linears only, fp32)."""
+    shapes = SHAPE_SCHEDULES[schedule]
+    case = Case(activation=None, bias=False, lead_shape=shapes[0])
+    spec = PairSpec(executor, "delayed", (case,), steps=len(shapes), lead_shapes_by_step=shapes, cache=CACHES[cache])
+    _assert_feature(spec, parity, f"input shapes by step {list(shapes)}, cache {cache}")
+
+
+#: A bf16 frozen base linear (input 48, output 64) with a rank-16 adapter and a frozen head (16), the fp32 input cast.
+ADAPTER = (Case(sizes=(48, 64, 16), lead_shape=(2, 8), dtype="bfloat16", architecture="adapter", seed=5),)
+#: The parameters that train in ``ADAPTER``: only they have gradients, on both sides.
+ADAPTER_TRAINED = ("down.weight", "up.weight")
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check(checks.FROZEN_BASE_ADAPTER)
+def test_frozen_base_with_adapter_matches_eager_te(executor: str, parity: Pairs) -> None:
+    """Frozen weights (``requires_grad=False``) beside a trainable low-rank adapter: the adapter's and the input's
+    gradients and the backward FP8 state as eager TE's, and no gradient for a frozen weight on either side."""
+    spec = PairSpec(executor, "delayed", ADAPTER, steps=3)
+    pair = parity.run(spec, measure_fused=True)
+    for side, runs in (("eager TE", pair.eager), ("thunder", pair.thunder)):
+        graded = {tuple(sorted(step.param_grads)) for run in runs[0] if run.error is None for step in run.steps}
+        assert graded <= {ADAPTER_TRAINED}, f"{side} has gradients for {sorted(graded)}; only {ADAPTER_TRAINED} train"
+    result = parity.judge_against_te_or_model(pair, parity.assert_parity)
+    parity.evidence(f"frozen base and head, trained adapter; 3 steps: {result.summary()}{fused_update_deviation(pair)}")
+
+
+#: Three linears, the middle one (64 x 64) called twice per forward; linears only, fp32.
+SHARED = (Case(sizes=(32, 64, 16), lead_shape=(16,), architecture="shared", seed=6),)
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check(checks.LINEAR_CALLED_TWICE)
+def test_linear_called_twice_matches_eager_te(executor: str, parity: Pairs) -> None:
+    """One linear called twice in a forward (shared weights): eager TE keeps one FP8 state for the module."""
+    _assert_feature(PairSpec(executor, "delayed", SHARED, steps=3), parity, "a linear called twice per forward")

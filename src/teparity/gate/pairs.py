@@ -20,9 +20,9 @@ from teparity.gate.fixtures import modeled_ids
 from teparity.gate.ranks import RankRunner
 from teparity.gate.report import EXPOSED_PROPERTY, MODEL_PROPERTY, NUMBERS_PROPERTY
 from teparity.judge.compare import Comparison
-from teparity.judge.parity import assert_parity, context, reference_update
+from teparity.judge.parity import assert_parity, context
 from teparity.known.defect import KnownDefect
-from teparity.records import CaseRun, Pair, PairSpec, ScaleUpdate
+from teparity.records import CaseRun, Pair, PairSpec, ScaleUpdate, reference_update
 from teparity.stack import reasons
 
 SideKey = tuple[str, PairSpec, int, ScaleUpdate | None]
@@ -91,7 +91,7 @@ class Pairs:
 
         if reason := (
             reasons.no_executor(self.env, spec.executor)
-            or next(filter(None, (recipes.declined(r, spec.executor) for r in dict.fromkeys((spec.recipe_id, *spec.recipe_ids_by_step)))), None)
+            or next(filter(None, (recipes.declined(r, spec.executor, self.env) for r in dict.fromkeys((spec.recipe_id, *spec.recipe_ids_by_step)))), None)
             or feature_reason(spec, self.env.versions.thunder)
         ):
             pytest.skip(reason)

@@ -19,12 +19,14 @@ from typing import Any, Literal
 import torch
 
 from teparity.inrank.fp8state import live_scaling_tensors
-from teparity.inrank.networks import te_twin
+from teparity.inrank.networks import SECOND_CALL, te_linear, te_twin, without_fp8_state
 from teparity.records import (
     BF16_COPIES,
     FRESH_STATE_PER_RECIPE_OBJECT,
     RECOMPUTED_UNDER_FP8,
+    RESUMED_WITHOUT_FP8_STATE,
     STATE_PER_CACHE_ENTRY,
+    STATE_PER_CALL,
     TORCH_LINEARS,
 )
 from teparity.stack.te_api import te_autocast
@@ -91,9 +93,9 @@ class _Twins(_Model):
 
 
 class StatePerCacheEntry(_Twins):
-    """One FP8 state for the micro-batches without the gradient all-reduce and another for the one with it: thunder
-    compiles a cache entry for each (``skip_data_parallel_grad_sync`` is part of its cache key), each entry with its
-    own TE state, where eager TE's micro-batches share one module's.
+    """One FP8 state per thunder cache entry, where eager TE keeps one per module: an entry per input shape, and for the
+    micro-batches without the gradient all-reduce another than for the one with it (``skip_data_parallel_grad_sync``
+    is part of thunder's cache key). A twin per entry, made at the entry's first forward.
 
     The legacy executor's states are TE modules (its ``TELinear``s): TE's global update at every autocast exit and
     backward moves each registered module's state, the idle entry's too, as it moves the twins'. The functional
@@ -103,14 +105,22 @@ class StatePerCacheEntry(_Twins):
 
     def __init__(self, plain: torch.nn.Module, *, own_updates: bool) -> None:
         super().__init__(plain)
-        self._new_twin()
         self._own_updates = own_updates
         self._after_own_run: dict[int, list[torch.Tensor]] = {}
+        self._synced = True
+        self._entries: dict[tuple[bool, tuple[int, ...]], int] = {}
 
     def choose(self, recipe: Any, synced: bool) -> None:
+        self._synced = synced
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self._own_updates:
             self._undo_updates_of_idle_twins()
-        self.active = 0 if synced else 1
+        key = (self._synced, tuple(x.shape))
+        if key not in self._entries:
+            self._entries[key] = self._new_twin() if self._entries else 0
+        self.active = self._entries[key]
+        return super().forward(x)
 
     def _undo_updates_of_idle_twins(self) -> None:
         for index, twin in enumerate(self.twins):
@@ -135,6 +145,44 @@ class FreshStatePerRecipeObject(_Twins):
         if self._recipe is not None and recipe is not self._recipe:
             self.active = self._new_twin()
         self._recipe = recipe
+
+
+class ResumedWithoutFp8State(_Model):
+    """Eager TE whose checkpoint holds no FP8 state: its ``state_dict`` without TE's ``_extra_state``, so the resumed
+    module starts a fresh FP8 state (thunder's ``ThunderModule.state_dict`` holds the parameters and buffers of the
+    original module, whose linears have no FP8 state, and a new compilation starts its own)."""
+
+    def __init__(self, plain: torch.nn.Module) -> None:
+        super().__init__()
+        self.twin = te_twin(plain)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.twin(x)
+
+    def checkpoint(self) -> dict[str, Any]:
+        return without_fp8_state(self.twin.state_dict())
+
+    def state_module(self) -> torch.nn.Module:
+        return self.twin
+
+
+class StatePerCall(_Model):
+    """Eager TE with an FP8 state per call of ``networks.SharedLinearMLP``'s shared linear: its second call through a
+    ``te.Linear`` of its own on the same parameters (``networks.SECOND_CALL``), as each TE linear of thunder's trace
+    keeps its own state where eager TE's module keeps one for both calls."""
+
+    def __init__(self, plain: torch.nn.Module) -> None:
+        super().__init__()
+        self.twin = te_twin(plain)
+        second = te_linear(plain.shared)
+        second.weight = self.twin.shared.weight
+        self.twin.add_module(SECOND_CALL, second)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.twin(x)
+
+    def state_module(self) -> torch.nn.Module:
+        return self.twin
 
 
 class InputGradAsWeightGrad:
@@ -387,4 +435,8 @@ def eager_model(name: str, plain: torch.nn.Module, *, executor: str, compile_pat
         return Bf16Copies(plain)
     if name == RECOMPUTED_UNDER_FP8:
         return RecomputedUnderFp8(plain, recomputed, group, gelus=gelu_remat(compile_path))
+    if name == RESUMED_WITHOUT_FP8_STATE:
+        return ResumedWithoutFp8State(plain)
+    if name == STATE_PER_CALL:
+        return StatePerCall(plain)
     raise ValueError(f"no eager model named {name!r}")

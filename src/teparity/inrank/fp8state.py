@@ -72,7 +72,7 @@ def legacy_snapshot(forward_trace: Any, linear_names: list[str]) -> Snapshot:
     linears = [bsym for bsym in forward_trace.bound_symbols if bsym.sym.name.startswith("te_linear_")]
     modules = [bsym._call_ctx[bsym.sym.name].func for bsym in linears]
     weights = parameters_behind(forward_trace, [b.args[1] for b in linears], linear_names)
-    return _by_name(linear_names, [_module_state(m) for m in modules], weights)
+    return _by_name(linear_names, [_module_state(m) for m in modules], weights, [id(m) for m in modules])
 
 
 def functional_snapshot(forward_trace: Any, backward_trace: Any | None, linear_names: list[str]) -> Snapshot:
@@ -100,6 +100,7 @@ def functional_snapshot(forward_trace: Any, backward_trace: Any | None, linear_n
     # from the same forward state (thunder's checkpointing transform reuses it).
     per_linear: list[dict[str, dict[str, Any]]] = []
     weights: list[Any] = []
+    identities: list[int] = []
     by_forward_state: dict[str, dict[str, dict[str, Any]]] = {}
     for bsym in forward_trace.bound_symbols:
         if bsym.sym.name == "te_functional_linear_fwd":
@@ -107,12 +108,13 @@ def functional_snapshot(forward_trace: Any, backward_trace: Any | None, linear_n
             state = _roles(recipe_state(q_input), FORWARD_ROLES)
             per_linear.append(state)
             weights.append(weight)
+            identities.append(id(recipe_state(q_input)))
             by_forward_state[state_symbol(q_input).sym.name] = state
     for bsym in () if backward_trace is None else backward_trace.bound_symbols:
         if bsym.sym.name == "te_functional_linear_bwd":
             q_input, q_grad_output = bsym.args[3], bsym.args[5]
             by_forward_state[state_symbol(q_input).sym.name].update(_roles(recipe_state(q_grad_output), BACKWARD_ROLES))
-    return _by_name(linear_names, per_linear, parameters_behind(forward_trace, weights, linear_names))
+    return _by_name(linear_names, per_linear, parameters_behind(forward_trace, weights, linear_names), identities)
 
 
 def _parameter_proxy_name(linear_name: str) -> str:
@@ -136,19 +138,32 @@ def parameters_behind(trace: Any, weights: list[Any], linear_names: list[str]) -
     return names
 
 
-def _by_name(linear_names: list[str], states: list[dict[str, dict[str, Any]]], weights: list[str | None]) -> Snapshot:
+def _by_name(linear_names: list[str], states: list[dict[str, dict[str, Any]]], weights: list[str | None],
+             identities: list[int]) -> Snapshot:
     """Name each linear's state: by the parameter behind its weight argument where every one has one
     (``parameters_behind``: independent linears that thunder reorders keep their names), else in trace
-    order (a chain of linears: the trace keeps the network's order). No TE linear at all is a fallback that
-    the TE-claims check reports first (an empty snapshot); some but not all cannot be matched to names
-    and raises."""
+    order (a chain of linears: the trace keeps the network's order). A linear called more than once has one
+    entry per distinct state object (``identities``) in call order: its name, then ``name@2`` and on (one state
+    shared by its calls is one entry, as eager TE's module keeps). No TE linear at all is a fallback that the
+    TE-claims check reports first (an empty snapshot); some but not all cannot be matched to names and raises."""
     if not states:
         return {}
+    by_proxy = {_parameter_proxy_name(name): name for name in linear_names}
+    if len(states) > len(linear_names) and all(weight in by_proxy for weight in weights):
+        named: Snapshot = {}
+        seen: dict[str, list[int]] = {}
+        for weight, state, identity in zip(weights, states, identities):
+            calls = seen.setdefault(weight, [])
+            if identity not in calls:
+                calls.append(identity)
+                name = by_proxy[weight] if len(calls) == 1 else f"{by_proxy[weight]}@{len(calls)}"
+                if state:
+                    named[name] = state
+        return named
     if len(states) != len(linear_names):
         raise AssertionError(
             f"found FP8 state for {len(states)} TE linears, the network has {len(linear_names)} ({linear_names})"
         )
-    by_proxy = {_parameter_proxy_name(name): name for name in linear_names}
     if all(weight in by_proxy for weight in weights) and len(set(weights)) == len(weights):
         return {by_proxy[weight]: state for weight, state in zip(weights, states) if state}
     return {name: state for name, state in zip(linear_names, states) if state}

@@ -92,7 +92,8 @@ def _eager_reference(module: Any, spec: PairSpec, group: Any) -> Program:
         finally:
             network.set_requires_gradient_sync(True)
 
-    return Program(network, dict(network.named_parameters()), fp8, no_sync, full=lambda name, grad: grad.full_tensor())
+    return Program(network, dict(network.named_parameters()), fp8, no_sync, full=lambda name, grad: grad.full_tensor(),
+                   runs_eager=True)
 
 
 def _thunder_fsdp(plain: Any, spec: PairSpec, group: Any, info: ExecutorInfo, recipe: Any) -> Program:

@@ -40,27 +40,41 @@ def seeded_input(shape: tuple[int, ...], *, test_seed: int, step: int, rank: int
     return torch.randn(shape, generator=generator).to(device=device, dtype=dtype)
 
 
+#: The suffix of a TE module's FP8 state in a ``state_dict`` (``torch.nn.Module.get_extra_state``).
+TE_EXTRA_STATE = "_extra_state"
+
+
+def without_fp8_state(saved: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint as it is without TE's FP8 state (a ``state_dict`` without its ``_extra_state`` entries)."""
+    return {key: value for key, value in saved.items() if not key.endswith(TE_EXTRA_STATE)}
+
+
+def te_linear(layer: torch.nn.Linear) -> torch.nn.Module:
+    """A ``te.Linear`` with ``layer``'s shape, weight, bias and their ``requires_grad``."""
+    import transformer_engine.pytorch as te
+
+    weight = layer.weight
+    linear = te.Linear(layer.in_features, layer.out_features, bias=layer.bias is not None, params_dtype=weight.dtype,
+                       device=weight.device)
+    with torch.no_grad():
+        linear.weight.copy_(weight)
+        if layer.bias is not None:
+            linear.bias.copy_(layer.bias)
+    for source, target in zip(layer.parameters(), linear.parameters()):
+        target.requires_grad_(source.requires_grad)  # a frozen weight stays frozen
+    return linear
+
+
 def te_twin(plain: torch.nn.Module) -> torch.nn.Module:
     """The eager TE side: a copy of ``plain`` with ``te.Linear`` in place of every ``nn.Linear`` at any depth,
     with the same weights and bias (the other modules copied as they are)."""
     import copy
 
-    import transformer_engine.pytorch as te
-
     twin = copy.deepcopy(plain)
     for name, layer in plain.named_modules():
         if name and isinstance(layer, torch.nn.Linear):
-            weight = layer.weight
-            linear = te.Linear(
-                layer.in_features, layer.out_features, bias=layer.bias is not None,
-                params_dtype=weight.dtype, device=weight.device,
-            )
-            with torch.no_grad():
-                linear.weight.copy_(weight)
-                if layer.bias is not None:
-                    linear.bias.copy_(layer.bias)
             owner, _, leaf = name.rpartition(".")
-            setattr(twin.get_submodule(owner) if owner else twin, leaf, linear)
+            setattr(twin.get_submodule(owner) if owner else twin, leaf, te_linear(layer))
     return twin
 
 
@@ -153,6 +167,64 @@ def llama_block(
             else:
                 parameter.copy_(torch.randn(parameter.shape, generator=generator) / parameter.shape[1] ** 0.5)
     return block.to(device=device, dtype=dtype)
+
+
+def _seeded_linear(fan_in: int, fan_out: int, generator: torch.Generator, *, trains: bool = True) -> torch.nn.Linear:
+    linear = torch.nn.Linear(fan_in, fan_out, bias=False)
+    with torch.no_grad():
+        linear.weight.copy_(torch.randn(fan_out, fan_in, generator=generator) / fan_in**0.5)
+    return linear.requires_grad_(trains)
+
+
+class AdapterMLP(torch.nn.Module):
+    """A frozen base linear with a trainable low-rank adapter beside it (LoRA: ``up(down(x))``, rank
+    ``ADAPTER_RANK``), then a frozen head; the input cast to the parameters' dtype first. Only the adapter trains."""
+
+    ADAPTER_RANK = 16
+
+    def __init__(self, d_in: int, d_hidden: int, d_out: int, generator: torch.Generator) -> None:
+        super().__init__()
+        self.base = _seeded_linear(d_in, d_hidden, generator, trains=False)
+        self.down = _seeded_linear(d_in, self.ADAPTER_RANK, generator)
+        self.up = _seeded_linear(self.ADAPTER_RANK, d_hidden, generator)
+        self.head = _seeded_linear(d_hidden, d_out, generator, trains=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.to(self.base.weight.dtype)
+        return self.head(self.base(x) + self.up(self.down(x)))
+
+
+def adapter_mlp(
+    sizes: tuple[int, int, int], *, seed: int = 0, device: str = "cpu", dtype: torch.dtype = torch.bfloat16
+) -> AdapterMLP:
+    """An ``AdapterMLP`` of sizes (input, hidden, output), seeded as ``plain_mlp``."""
+    return AdapterMLP(*sizes, torch.Generator().manual_seed(seed)).to(device=device, dtype=dtype)
+
+
+#: The name under which a model of thunder's per-call FP8 state keeps the second call's linear (``SharedLinearMLP``).
+SECOND_CALL = "shared@2"
+
+
+class SharedLinearMLP(torch.nn.Module):
+    """Three linears, the square middle one called twice in each forward (shared weights): ``last(shared(shared(
+    first(x))))``. A module registered as ``SECOND_CALL`` (a defect model's) takes the second call."""
+
+    def __init__(self, d_in: int, d_hidden: int, d_out: int, generator: torch.Generator) -> None:
+        super().__init__()
+        self.first = _seeded_linear(d_in, d_hidden, generator)
+        self.shared = _seeded_linear(d_hidden, d_hidden, generator)
+        self.last = _seeded_linear(d_hidden, d_out, generator)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.shared(self.first(x))
+        return self.last(self._modules.get(SECOND_CALL, self.shared)(h))
+
+
+def shared_linear_mlp(
+    sizes: tuple[int, int, int], *, seed: int = 0, device: str = "cpu", dtype: torch.dtype = torch.float32
+) -> SharedLinearMLP:
+    """A ``SharedLinearMLP`` of sizes (input, hidden, output), seeded as ``plain_mlp``."""
+    return SharedLinearMLP(*sizes, torch.Generator().manual_seed(seed)).to(device=device, dtype=dtype)
 
 
 def linear_names(network: torch.nn.Module) -> list[str]:

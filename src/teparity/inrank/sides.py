@@ -32,6 +32,7 @@ from teparity.records import (
     Snapshot,
     StepRecord,
     fp8_groups,
+    reference_update,
 )
 from teparity.stack import recipes
 from teparity.stack.executors import ExecutorInfo, executor_module, find_te_executors
@@ -48,21 +49,22 @@ def _dtype(name: str) -> Any:
     return getattr(torch, name)
 
 
-def _input(case: Case, *, step: int, micro: int, rank: int, device: str, requires_grad: bool) -> Any:
+def _input(case: Case, lead_shape: tuple[int, ...], *, step: int, micro: int, rank: int, device: str,
+           requires_grad: bool) -> Any:
     from teparity.inrank.networks import seeded_input
 
     x = seeded_input(
-        (*case.lead_shape, case.sizes[0]), test_seed=case.seed * 1000 + micro, step=step, rank=rank,
-        device=device, dtype=_dtype(case.dtype),
+        (*lead_shape, case.sizes[0]), test_seed=case.seed * 1000 + micro, step=step, rank=rank,
+        device=device, dtype=_dtype(case.arch.input_dtype or case.dtype),
     )
     return x.requires_grad_(requires_grad)
 
 
-def _grad_output(case: Case, *, step: int, micro: int, rank: int, device: str) -> Any:
+def _grad_output(case: Case, lead_shape: tuple[int, ...], *, step: int, micro: int, rank: int, device: str) -> Any:
     from teparity.inrank.networks import seeded_input
 
     return seeded_input(
-        (*case.lead_shape, case.sizes[-1]), test_seed=case.seed * 1000 + 500 + micro, step=step, rank=rank,
+        (*lead_shape, case.sizes[-1]), test_seed=case.seed * 1000 + 500 + micro, step=step, rank=rank,
         device=device, dtype=_dtype(case.dtype),
     )
 
@@ -158,6 +160,10 @@ class Program:
     #: Only the last micro-batch's input requires grad: a no-sync backward of thunder's FSDP stashes the unsharded
     #: parameter gradients and returns none, an input's neither (``stash_unsharded_grads_and_return_none_as_grads``).
     input_grad_last_only: bool = False
+    #: What a checkpoint of it holds (``state_dict()``; a defect model's own).
+    checkpoint: Callable[[], dict[str, Any]] | None = None
+    #: Eager TE, whose FP8 state its modules hold: the eager side, and the thunder side resumed into eager TE.
+    runs_eager: bool = False
 
 
 #: How a side builds its program: ``(side, plain network, spec, FP8 group, case, executor, first recipe) -> Program``.
@@ -196,8 +202,9 @@ def eager_program(module: Any, spec: PairSpec, group: Any, *, ddp: bool) -> Prog
     import torch
 
     network: Any = module
-    parameters = dict((module.trained() if spec.model is not None else module).named_parameters())
-    program = Program(network, parameters, lambda recipe: te_autocast(recipe, group), contextlib.nullcontext)
+    trained = module.trained() if spec.model is not None else module
+    program = Program(network, dict(trained.named_parameters()), lambda recipe: te_autocast(recipe, group),
+                      contextlib.nullcontext, checkpoint=getattr(module, "checkpoint", trained.state_dict), runs_eager=True)
     if ddp:
         device_ids = [torch.cuda.current_device()] if torch.distributed.get_backend() == "nccl" else None
         program.network = torch.nn.parallel.DistributedDataParallel(network, device_ids=device_ids)
@@ -237,12 +244,35 @@ def _thunder_program(plain: Any, spec: PairSpec, group: Any, info: ExecutorInfo,
     from teparity.inrank import networks
 
     program = networks.CheckpointedMLP(*plain) if spec.checkpoint else plain
-    compiled = _compile(program, jit_options(info, first_recipe), spec)
+    options = jit_options(info, first_recipe) | ({"cache": spec.cache} if spec.cache else {})
+    compiled = _compile(program, options, spec)
     if spec.compile_path == "thunderfx":
         parameters = dict(plain.named_parameters())  # torch.compile trains the module's own parameters
     else:
         parameters = {name: compiled.get_parameter(name) for name, _ in plain.named_parameters()}
-    return Program(compiled, parameters, thunder_fp8(spec, group), thunder_no_sync(compiled) if spec.ddp else contextlib.nullcontext)
+    return Program(compiled, parameters, thunder_fp8(spec, group), thunder_no_sync(compiled) if spec.ddp else contextlib.nullcontext,
+                   checkpoint=compiled.state_dict)
+
+
+def _resumed(side: Side, program: Program, spec: PairSpec, group: Any, case: Case, info: ExecutorInfo, recipe: Any) -> Program:
+    """The program after a checkpoint: what ``program`` saved (``Program.checkpoint``) loaded into a freshly built
+    network, compiled again (the thunder side resuming into thunder: ``plain.load_state_dict``, strict) or as eager TE
+    (the eager side: eager TE or its defect model again; the thunder side: eager TE). Eager TE loads not strictly: a
+    checkpoint without TE's ``_extra_state`` loads, anything else missing or unexpected raises."""
+    from teparity.inrank import networks
+
+    saved = program.checkpoint() if program.checkpoint else program.network.state_dict()
+    plain = _network(case, _device())
+    if side == "thunder" and spec.resume_into == "thunder":
+        plain.load_state_dict(saved)
+        return _thunder_program(plain, spec, group, info, recipe)
+    eager_spec = spec if side == "eager" else dataclasses.replace(spec, model=None)
+    module = eager_module(plain, eager_spec, group, case)
+    unloaded = (module.trained() if eager_spec.model is not None else module).load_state_dict(saved, strict=False)
+    if unloaded.unexpected_keys or any(not key.endswith(networks.TE_EXTRA_STATE) for key in unloaded.missing_keys):
+        raise AssertionError(f"the {side} side's checkpoint does not fit eager TE: missing {unloaded.missing_keys}, "
+                             f"unexpected {unloaded.unexpected_keys}")
+    return eager_program(module, eager_spec, group, ddp=False)
 
 
 def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any, build: Builder | None = None) -> None:
@@ -260,9 +290,14 @@ def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any, b
     optimizer = torch.optim.SGD(list(program.parameters.values()), lr=spec.lr)
     # Both sides alike: where thunder's DDP transform cannot take it, no input requires grad.
     input_grad = spec.train and not (spec.ddp and no_input_grad_under_ddp(installed_version("lightning-thunder")))
-    with record_fp8_syncs(None) as syncs:
+    with record_fp8_syncs(None) as syncs, contextlib.ExitStack() as resumed:
         for step in range(spec.steps):
             recipe, before = recipe_at(step), syncs.backward_calls()
+            if step == spec.resume_step():
+                program = _resumed(side, program, spec, group, run.case, info, recipe)
+                optimizer = torch.optim.SGD(list(program.parameters.values()), lr=spec.lr)
+                if side == "thunder" and program.runs_eager:  # eager TE goes on where thunder was: its arithmetic
+                    resumed.enter_context(te_scale_update(reference_update(spec.executor)))
             outputs, input_grads = _micro_batches(spec, run.case, program, recipe, step, rank, input_grad)
             grads = {n: program.full(n, p.grad).detach().float().cpu().clone() for n, p in program.parameters.items()
                      if p.grad is not None}
@@ -281,7 +316,7 @@ def _micro_batches(spec: PairSpec, case: Case, program: Program, recipe: Any, st
     what accumulated there when the span ends)."""
     import torch
 
-    device = _device()
+    device, lead_shape = _device(), spec.lead_shape_at(case, step)
     outputs, input_grads = [], []
     with contextlib.ExitStack() as accumulating:
         if spec.micro_batches > 1:
@@ -291,12 +326,12 @@ def _micro_batches(spec: PairSpec, case: Case, program: Program, recipe: Any, st
             if last:
                 accumulating.close()
             requires_grad = input_grad and (last or not program.input_grad_last_only)
-            x = _input(case, step=step, micro=micro, rank=rank, device=device, requires_grad=requires_grad)
+            x = _input(case, lead_shape, step=step, micro=micro, rank=rank, device=device, requires_grad=requires_grad)
             program.choose(recipe, last)
             with torch.set_grad_enabled(spec.train), _torch_autocast(spec), program.fp8(recipe):
                 y = program.network(x)
             if spec.train:
-                y.backward(_grad_output(case, step=step, micro=micro, rank=rank, device=device).to(y.dtype))
+                y.backward(_grad_output(case, lead_shape, step=step, micro=micro, rank=rank, device=device).to(y.dtype))
             outputs.append(y.detach().float().cpu())
             input_grads.append(None if x.grad is None else x.grad.detach().float().cpu())
     program.finish()
@@ -306,7 +341,7 @@ def _micro_batches(spec: PairSpec, case: Case, program: Program, recipe: Any, st
 
 def _step_state(side: Side, run: CaseRun, program: Program, rank: int, info: ExecutorInfo, recipe: Any, spec: PairSpec) -> Snapshot:
     """The FP8 state after a step (no backward ran in inference: only the forward roles hold state)."""
-    if side == "eager":
+    if program.runs_eager:
         state = fp8state.eager_snapshot(program.state_module() if program.state_module else program.network)
     else:
         state = _thunder_snapshot(run, program.network, rank, info, recipe, spec)

@@ -5,7 +5,7 @@ invariants that need TE, then outputs and gradients, then the FP8 state. One mes
 difference, with the configuration. Failures are ``teparity.judge.failures`` types carrying the evidence
 that the known-defect registry matches on.
 
-The reference is eager TE on the executor's own scale-update path (``reference_update``): TE's fused
+The reference is eager TE on the executor's own scale-update path (``teparity.records.reference_update``): TE's fused
 kernel for the legacy executor (it runs TE's modules), TE's Python update for the functional one.
 """
 
@@ -38,17 +38,11 @@ from teparity.records import (
     CaseRun,
     Pair,
     PairSpec,
-    ScaleUpdate,
     Snapshot,
     checkpoint_recomputes,
     fp8_groups,
 )
 from teparity.stack.reasons import no_input_grad_under_ddp
-
-
-def reference_update(executor: str) -> ScaleUpdate:
-    """The eager side's scale update that does the executor's arithmetic (module docstring)."""
-    return "python" if executor == "functional" else "fused"
 
 
 def fused_update_deviation(pair: Pair) -> str:
@@ -106,13 +100,13 @@ def assert_te_claimed(thunder_by_rank: list[list[CaseRun]], spec: PairSpec, cont
     traced = [run for runs in thunder_by_rank for run in runs if run.forward is not None]
     violations: list[Violation] = []
     for run in traced:
-        violations += check_te_claims(run.forward, run.backward, spec.executor, len(run.linear_names))
+        violations += check_te_claims(run.forward, run.backward, spec.executor, run.case.arch.linear_calls(len(run.linear_names)))
     if violations:
         raise SilentFallback(
             violations_message(violations, f"silent fallback to torch; {context}"),
             executor=spec.executor,
             claimed=max(te_linears_held(run.forward, spec.executor) for run in traced),
-            linears=max(len(run.linear_names) for run in traced),
+            linears=max(run.case.arch.linear_calls(len(run.linear_names)) for run in traced),
         )
 
 
@@ -122,7 +116,7 @@ def trace_violations(thunder_by_rank: list[list[CaseRun]], spec: PairSpec) -> li
     per trace; a forward-only program: no backward to check)."""
     violations: list[Violation] = []
     for run in _ran(thunder_by_rank):
-        n = len(run.linear_names)
+        n = run.case.arch.linear_calls(len(run.linear_names))
         recomputed = checkpoint_recomputes(run.case) if spec.checkpoint else (0, 0)
         if run.backward is not None:
             violations += check_no_forward_linear_in_backward(run.backward, spec.executor, recomputed)

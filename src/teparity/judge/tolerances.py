@@ -80,8 +80,8 @@ _RUN_NUMERICS = "TE tests/pytorch/distributed/run_numerics.py _get_tolerances (v
 ACTIVATIONS_AND_GRADIENTS: dict[str, Tolerance] = {
     "DelayedScaling": Tolerance(0.125, 0.0625, _RUN_NUMERICS + ": fp8"),
     "Float8CurrentScaling": Tolerance(0.4, 0.25, _RUN_NUMERICS + ": fp8_cs"),
+    "Float8BlockScaling": Tolerance(0.125, 0.0625, _RUN_NUMERICS + ": fp8 (block scaling)"),
 }
-
 
 
 #: Unquantized fp32 on the CPU, thunder against torch (no TE): thunder's own GELU decomposition rounds

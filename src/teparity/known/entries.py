@@ -50,6 +50,9 @@ _TE18_RUN_B4F3E73 = "docs/results/h200-te1.8.0-b4f3e73"
 _MATRIX_TE220 = "docs/results/h200-matrix-cceeca7"
 #: The declared matrix, every stack at one commit.
 _MATRIX = "docs/results/h200-matrix-4a18837"
+#: The combinations users train with (checkpoint resume, new input shapes, a linear called twice, block scaling) on
+#: thunder 0.2.2 .. 0.2.7.dev20260201 with TE 2.9.0.
+_COMBINATIONS_RUN_TE29 = "docs/results/h200-te2.9.0-combinations"
 
 REGISTRY: tuple[KnownDefect, ...] = (
     KnownDefect(
@@ -321,7 +324,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "thunder runs them in torch where eager TE runs them in FP8",
         executors=("functional",),
         signature=signatures.CURRENT_SCALING_LEFT_TO_TORCH,
-        checks=("numerics[current]",),
+        checks=("numerics[current]", "numerics[blockwise]"),
         thunder=">=0.2.6.dev20251005,<0.2.8",
         te=">=2.2,<2.21",
         cause="thunder/executors/transformer_engineex_impl.py _linear_checker accepts DelayedScaling, MXFP8BlockScaling and "
@@ -337,7 +340,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "checking a linear under Float8CurrentScaling: every program with a linear fails to trace",
         executors=("functional",),
         signature=signatures.CHECKER_ASSERTS_THE_RECIPE,
-        checks=("numerics[current]",),
+        checks=("numerics[current]", "numerics[blockwise]"),
         thunder=">=0.2.5.dev20250831,<=0.2.6.dev20250928",
         te=">=2.2,<2.21",
         cause="thunder/executors/transformer_engine_v2ex_impl.py (transformer_engineex_impl.py from 0.2.6.dev20250914) "
@@ -346,6 +349,56 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "0.2.6.dev20251005 declines with a warning (functional-declines-current-scaling); before dev20250831 the legacy "
         "checker decides. Run on 0.2.5 with TE 2.20.2",
         seen=(_MATRIX_TE220,),
+    ),
+    KnownDefect(
+        id="checkpoint-drops-fp8-state",
+        summary="thunder's state_dict holds no TE FP8 state: a run resumed from it (compiled again, or in eager TE) "
+        "starts a fresh one, where eager TE resumes its own from _extra_state",
+        executors=("legacy", "functional"),
+        signature=signatures.STATE_RESTARTS_AT_RESUME,
+        checks=(checks.CHECKPOINT_RESUME,),
+        thunder=">=0.2.0.dev20240728,<0.2.8",
+        te=">=1.6,<2.21",
+        cause="thunder/core/module.py ThunderModule.state_dict returns the original module's parameters and buffers (and "
+        "ThunderModule's own extra state, which it has none of); the TE FP8 state lives in the compiled traces (legacy: "
+        "the TELinear modules of transformer_engine_v1ex.py; functional: get_te_fp8_state's TERecipeState, "
+        "transformer_engineex_impl.py), so nothing saves it, and a new compilation starts its own. Eager te.Linear saves "
+        "it as _extra_state (module/base.py get_extra_state). thunder issue #2622 asks for it",
+        model=models.FRESH_STATE_AT_RESUME,
+        seen=(_COMBINATIONS_RUN_TE29,),
+    ),
+    KnownDefect(
+        id="fp8-state-per-input-shape",
+        summary="thunder compiles a cache entry per input shape, each with its own TE FP8 state: a step of a new shape "
+        "starts a fresh one, where eager TE keeps one state per module",
+        executors=("legacy", "functional"),
+        signature=signatures.STATE_PER_INPUT_SHAPE,
+        checks=("new-input-shape[sequence-length-default]", "new-input-shape[short-last-batch-default]"),
+        thunder=">=0.2.0.dev20240728,<0.2.8",
+        te=">=1.6,<2.21",
+        cause="thunder's default cache (CACHE_OPTIONS.CONSTANT_VALUES) keys an entry on the input's shape; each entry's "
+        "execution trace has its own TE state (legacy: new TELinears, transformer_engine_v1ex.py; functional: new "
+        "get_te_fp8_state states, a stateful operator per bound symbol, transformer_engineex_impl.py); eager te.Linear "
+        "keeps one fp8_meta whatever the shape. The defect of grad-accumulation-fp8-state-per-cache-entry, with the "
+        "shape as the key",
+        model=models.STATE_PER_ENTRY,
+        seen=(_COMBINATIONS_RUN_TE29,),
+    ),
+    KnownDefect(
+        id="fp8-state-per-linear-call",
+        summary="thunder's TE executors keep an FP8 state per call of a linear: a linear called twice in a forward has "
+        "two, where eager TE's module keeps one for both calls",
+        executors=("legacy", "functional"),
+        signature=signatures.STATE_PER_CALL,
+        checks=(checks.LINEAR_CALLED_TWICE,),
+        thunder=">=0.2.0.dev20240728,<0.2.8",
+        te=">=1.6,<2.21",
+        cause="each linear of the trace is a TE linear of its own with its own state (legacy: a TELinear per te_linear_N "
+        "symbol, transformer_engine_v1ex.py; functional: get_te_fp8_state is a stateful operator, a TERecipeState per "
+        "bound symbol, extend/__init__.py register_stateful_operator); eager te.Linear records both calls' amaxes in "
+        "its one fp8_meta",
+        model=models.STATE_PER_LINEAR_CALL,
+        seen=(_COMBINATIONS_RUN_TE29,),
     ),
     KnownDefect(
         id="functional-new-recipe-object-resets-fp8-state",

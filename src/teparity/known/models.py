@@ -8,7 +8,9 @@ from teparity.records import (
     BF16_COPIES,
     FRESH_STATE_PER_RECIPE_OBJECT,
     RECOMPUTED_UNDER_FP8,
+    RESUMED_WITHOUT_FP8_STATE,
     STATE_PER_CACHE_ENTRY,
+    STATE_PER_CALL,
     TORCH_LINEARS,
 )
 
@@ -19,9 +21,10 @@ TORCH_RUNS_EVERY_LINEAR = DefectModel(
 WORLD_REDUCTION = DefectModel("eager TE reducing amaxes over the world, not the fp8 group", (("fp8_group_size", None),))
 NO_REDUCTION = DefectModel("eager TE with each rank its own fp8 group: no amax reduction across ranks", (("fp8_group_size", 1),))
 STATE_PER_ENTRY = DefectModel(
-    "eager TE with one FP8 state for the micro-batches without the gradient all-reduce and another for the one with it "
-    "(two te.Linear twins sharing the parameters; for the functional executor, whose states are its traces' own, a "
-    "twin's state moves only when it runs)", (("model", STATE_PER_CACHE_ENTRY),),
+    "eager TE with an FP8 state per thunder cache entry: per input shape, and for the micro-batches without the "
+    "gradient all-reduce another than for the one with it (te.Linear twins sharing the parameters; for the functional "
+    "executor, whose states are its traces' own, a twin's state moves only when it runs)",
+    (("model", STATE_PER_CACHE_ENTRY),),
 )
 FRESH_STATE_PER_RECIPE = DefectModel(
     "eager TE starting a fresh FP8 state (a te.Linear twin sharing the parameters) whenever the recipe object changes",
@@ -44,4 +47,12 @@ SAVED_NOT_RECOMPUTED = DefectModel(
 INPUT_GRAD_STASHED = DefectModel(
     "eager TE whose linears, in a micro-batch without the gradient reduction, accumulate their input's gradient in "
     "place of their weight's, where the input requires grad", (("input_grad_as_weight_grad", True),),
+)
+FRESH_STATE_AT_RESUME = DefectModel(
+    "eager TE resumed from its state_dict without TE's _extra_state: the resumed modules start a fresh FP8 state",
+    (("model", RESUMED_WITHOUT_FP8_STATE),),
+)
+STATE_PER_LINEAR_CALL = DefectModel(
+    "eager TE with the shared linear's second call through a te.Linear of its own on the same parameters: an FP8 "
+    "state per call", (("model", STATE_PER_CALL),),
 )

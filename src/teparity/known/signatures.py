@@ -305,6 +305,42 @@ def _checkpoint_not_traced(evidence: PartedFromEagerEvidence, env: Environment) 
     )
 
 
+def _state_restarts_at_resume(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
+    """The first difference is at the step where thunder's amax history (rank 0, first case and linear) starts over
+    with one forward pass, a later step than 0, where eager TE's goes on growing."""
+    by_step = evidence["forwards_by_step"] or {}
+    thunder, eager = by_step.get("thunder") or [], by_step.get("eager") or []
+    first = evidence["first_difference"]
+    restarts = [step for step in range(1, len(thunder)) if thunder[step] == 1 and (thunder[step - 1] or 0) >= 1]
+    return (
+        not evidence["case_errors"] and len(eager) == len(thunder) and len(restarts) == 1
+        and first is not None and first[0] == restarts[0] and (eager[restarts[0]] or 0) > 1
+    )
+
+
+def _state_per_input_shape(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
+    """One micro-batch a step, every case compiled in two or more cache entries, and from a step after 0 on, thunder's
+    amax history at the first difference records fewer forward passes than eager TE's."""
+    by_step = evidence["forwards_by_step"] or {}
+    thunder, eager = by_step.get("thunder") or [], by_step.get("eager") or []
+    entries = [n for by_case in (evidence["cache_entries"] or {}).values() for n in by_case.values()]
+    first = evidence["first_difference"]
+    return (
+        evidence["micro_batches"] == 1 and not evidence["case_errors"]
+        and bool(entries) and all(n is not None and n >= 2 for n in entries)
+        and first is not None and first[0] >= 1 and len(thunder) == len(eager) > first[0]
+        and (thunder[first[0]] or 0) < (eager[first[0]] or 0)
+    )
+
+
+def _state_per_call(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
+    """No case raised, and after step 0 thunder holds an FP8 state for a linear's later call (``name@2``:
+    ``teparity.inrank.fp8state``) that eager TE does not."""
+    amaxes = evidence["first_amaxes"] or {}
+    thunder, eager = set(amaxes.get("thunder") or ()), set(amaxes.get("eager") or ())
+    return not evidence["case_errors"] and any("@" in name for name in thunder - eager)
+
+
 # -- the signatures -------------------------------------------------------------------------------
 
 LEGACY_MODULE_LOST_TE = Signature(
@@ -478,4 +514,22 @@ CHECKPOINT_NOT_TRACED = Signature(
     "a checkpointed region (the interpreter's SequenceWrapperMethods 'idx', requires_grad=True not supported, a "
     "TensorProxy passed to linear), and no number differs",
     bounded=True,
+)
+STATE_RESTARTS_AT_RESUME = Signature(
+    PartedFromEager,
+    _state_restarts_at_resume,
+    "no case raised; the first difference is at the one step after 0 where thunder's amax history starts over with "
+    "one forward pass while eager TE's goes on growing",
+)
+STATE_PER_INPUT_SHAPE = Signature(
+    PartedFromEager,
+    _state_per_input_shape,
+    "no case raised, one micro-batch a step, thunder compiled two or more cache entries for every case, and the first "
+    "difference is at a step after 0 whose thunder amax history records fewer forward passes than eager TE's",
+)
+STATE_PER_CALL = Signature(
+    PartedFromEager,
+    _state_per_call,
+    "no case raised, and after step 0 thunder holds an FP8 state for a later call of a linear (name@2) that eager TE "
+    "does not",
 )

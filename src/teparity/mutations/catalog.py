@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
-from teparity.mutations import distributed, functional, legacy, patching
+from teparity.mutations import distributed, functional, legacy, module, patching
 from teparity.stack.reasons import mutation_inapplicable
 
 if TYPE_CHECKING:
@@ -200,8 +200,8 @@ CATALOG: dict[str, Mutation] = {
             "every functional amax/scale update applied twice: histories roll twice per step",
             "functional-te",
             lambda: functional.patch_update(functional.twice),
-            killed_by=("ddp-first-step",),
-            kill_note="FP8 state",
+            killed_by=("ddp-first-step", "linear-called-twice"),
+            kill_note="FP8 state (`linear-called-twice`: against its model, a state per call)",
         ),
         Mutation(
             "checkpointing-transform-skipped",
@@ -246,6 +246,32 @@ CATALOG: dict[str, Mutation] = {
             distributed.fsdp_gradient_not_reduced,
             killed_by=("fsdp-transform-matches-torch-fsdp[*]",),
             kill_note="on the CPU",
+        ),
+        Mutation(
+            "state-dict-initial-weights",
+            "thunder's state_dict returns the parameters as they were at compilation: a checkpoint loses the training "
+            "so far",
+            "te",
+            module.state_dict_of_initial_weights,
+            killed_by=("checkpoint-resume[*]",),
+            kill_note="against its model: a resumed run without FP8 state",
+        ),
+        Mutation(
+            "recompile-carries-another-state",
+            "a functional FP8 state made after another of its direction was updated (a cache entry compiled later) "
+            "starts from that other linear's amax history and scale instead of a fresh one",
+            "functional-te",
+            functional.recompile_carries_another_state,
+            killed_by=("new-input-shape[sequence-length-default]",),
+            kill_note="against its model: an FP8 state per cache entry",
+        ),
+        Mutation(
+            "frozen-parameters-trained",
+            "thunder's module wrapper makes every parameter require grad: a frozen weight gets a gradient and trains",
+            "te",
+            module.frozen_parameters_trained,
+            killed_by=("frozen-base-adapter",),
+            kill_note="the gradients of the trained parameters only, on both sides",
         ),
         Mutation(
             "checker-declines",

@@ -66,6 +66,29 @@ def recipe_state_kept() -> None:
     state_class.__call__ = call
 
 
+def recompile_carries_another_state() -> None:
+    """A recipe state made after another of its direction was updated (a cache entry compiled later: a new input
+    shape, a new compilation) starts from that state's amax history and scale instead of a fresh one: a recompile
+    carries another linear's FP8 state. The states of one compilation are all made before any update, so a program
+    compiled once is untouched."""
+    state_class = _recipe_state_class()
+    real = state_class.__call__
+    updated_by_mode: dict[str, Any] = {}
+
+    def call(self: Any, recipe: Any, mode: str, num_quantizers: int) -> Any:
+        fresh = self.state is None
+        state = real(self, recipe, mode, num_quantizers)
+        newest = updated_by_mode.get(mode)
+        if fresh and newest is not None and hasattr(state, "amax_history") and newest.amax_history.shape == state.amax_history.shape:
+            state.amax_history.copy_(newest.amax_history)
+            state.scale.copy_(newest.scale)
+        if hasattr(state, "amax_history"):
+            updated_by_mode[mode] = state if bool(state.amax_history[1:].ne(0).any()) else updated_by_mode.get(mode)
+        return state
+
+    state_class.__call__ = call
+
+
 def _recipe_state_class() -> Any:
     """The functional executor's ``TERecipeState`` (one per linear and direction: the recipe state it keeps)."""
     impl = implementation()

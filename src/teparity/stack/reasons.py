@@ -142,19 +142,51 @@ def feature_absent(executor: ExecutorKind, thunder: str | None, *, recipe_change
     return None
 
 
-def recipe_declined(recipe_class: str, executor: ExecutorKind) -> str | None:
-    """Why this executor / installed TE cannot run a recipe of class ``recipe_class``, or None."""
-    if recipe_class != "Float8CurrentScaling":
+def recipe_declined(recipe_class: str, executor: ExecutorKind, env: Environment) -> str | None:
+    """Why this executor / installed TE / GPU cannot run a recipe of class ``recipe_class``, or None."""
+    if recipe_class == "DelayedScaling":
         return None
     te = installed_version("transformer_engine")
-    if te is not None and not since.reached(te, since.CURRENT_SCALING_TE_SINCE):
+    if recipe_class == "Float8CurrentScaling" and te is not None and not since.reached(te, since.CURRENT_SCALING_TE_SINCE):
         return f"Float8CurrentScaling needs TransformerEngine {since.CURRENT_SCALING_TE_SINCE}+ (installed {te})"
-    if executor == "legacy":
-        return ("the legacy TE executor's API takes DelayedScaling and MXFP8BlockScaling only (te_fp8_recipe; its "
+    if recipe_class == "Float8BlockScaling" and (reason := block_scaling_unsupported(env)):
+        return reason
+    if executor == "legacy" and recipe_class not in since.LEGACY_RECIPES:
+        return (f"the legacy TE executor's API takes {' and '.join(since.LEGACY_RECIPES)} only (te_fp8_recipe; its "
                 "_linear_checker asserts so)")
     # The functional executor takes the caller's autocast recipe: where it declines one, thunder runs the linear in
     # torch, a silent fallback the check reports (known upstream: functional-declines-current-scaling).
     return None
+
+
+def block_scaling_unsupported(env: Environment) -> str | None:
+    """Why TE's Float8BlockScaling cannot run here (TE's own rule, ``check_fp8_block_scaling_support``: compute
+    capability 9.0+ and CUDA 12.9+; and a TE that defines it, read in its source without importing it), or None."""
+    te = installed_version("transformer_engine")
+    if te is not None and not te_recipe_defined("Float8BlockScaling"):
+        return f"TransformerEngine {te} has no Float8BlockScaling recipe"
+    cuda = parse_version(env.torch_cuda or "")
+    if cuda is None or cuda < since.BLOCK_SCALING_CUDA or not any(
+            tuple(g.capability) >= since.BLOCK_SCALING_CAPABILITY for g in env.gpus):
+        seen = ", ".join(g.describe() for g in env.gpus) or "no GPU"
+        return (f"Float8BlockScaling needs compute capability {'.'.join(map(str, since.BLOCK_SCALING_CAPABILITY))}+ "
+                f"and CUDA {since.BLOCK_SCALING_CUDA}+ (TE's check_fp8_block_scaling_support); here {seen}, torch "
+                f"CUDA {env.torch_cuda}")
+    return None
+
+
+def te_recipe_defined(name: str) -> bool:
+    """Whether the installed TE's ``transformer_engine/common/recipe`` defines class ``name`` (read, not imported:
+    importing TE in the gate's process would initialize CUDA before the ranks fork)."""
+    import importlib.metadata
+
+    try:
+        files = importlib.metadata.files("transformer_engine") or []
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    sources = [f for f in files if str(f).replace("\\", "/").startswith("transformer_engine/common/recipe")
+               and str(f).endswith(".py")]
+    return any(f"class {name}" in f.read_text() for f in sources)
 
 
 #: Set to 1 to run the fsdp tier on gloo ranks sharing one GPU anyway (to measure it again).

@@ -38,6 +38,11 @@ SILU_GRAD_RULE_SINCE = Version("0.2.6.dev20251019")
 GELU_RECOMPUTED_SINCE = Version("0.2.5.dev20250706")
 #: ``Float8CurrentScaling``'s first TransformerEngine release.
 CURRENT_SCALING_TE_SINCE = Version("2.2")
+#: TE's rule for ``Float8BlockScaling`` (``check_fp8_block_scaling_support``): compute capability and torch's CUDA.
+BLOCK_SCALING_CAPABILITY = (9, 0)
+BLOCK_SCALING_CUDA = Version("12.9")
+#: The recipe classes the legacy TE executor's API takes (``te_fp8_recipe``; its ``_linear_checker`` asserts so).
+LEGACY_RECIPES = ("DelayedScaling", "MXFP8BlockScaling")
 #: FP8 GEMMs need compute capability 8.9 (Ada) or newer.
 FP8_MIN_CAPABILITY = (8, 9)
 
