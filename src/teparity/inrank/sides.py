@@ -208,7 +208,7 @@ def eager_program(module: Any, spec: PairSpec, group: Any, *, ddp: bool) -> Prog
     if ddp:
         device_ids = [torch.cuda.current_device()] if torch.distributed.get_backend() == "nccl" else None
         program.network = torch.nn.parallel.DistributedDataParallel(network, device_ids=device_ids)
-        accumulation = ThunderStyleAccumulation(program.network, parameters)
+        accumulation = ThunderStyleAccumulation(program.network, program.parameters)
         program.no_sync, program.finish = accumulation.span, accumulation.finish
     if spec.model is not None:
         program.choose, program.state_module = module.choose, module.state_module
@@ -404,8 +404,21 @@ def _last_traces(compiled: Any, spec: PairSpec) -> tuple[Any, Any | None, int | 
         if len(forwards) != 1:
             raise AssertionError(f"thunderfx split the program into {len(forwards)} thunder subgraphs, expected 1")
         return forwards[0], (backwards[0] if backwards else None), None
-    backwards = thunder.last_backward_traces(compiled)
+    backwards = _executed_backward_traces(compiled)
     return thunder.last_traces(compiled)[-1], (backwards[-1] if backwards else None), thunder.cache_misses(compiled)
+
+
+def _executed_backward_traces(compiled: Any) -> Any:
+    """The backward traces of the cache entry the last call ran. ``thunder.last_backward_traces`` are those of the
+    entry compiled last: a cache hit updates ``last_traces`` only (thunder/__init__.py), so after a call of an older
+    entry (an earlier input shape) it pairs that entry's forward with another entry's backward and its FP8 states."""
+    import thunder
+
+    forward = thunder.last_traces(compiled)
+    for entry in getattr(thunder.compile_stats(compiled), "interpreter_cache", ()):
+        if getattr(entry, "computation_traces", None) is forward:
+            return entry.backward_traces
+    return thunder.last_backward_traces(compiled)
 
 
 def _thunder_snapshot(run: CaseRun, compiled: Any, rank: int, info: ExecutorInfo, recipe: Any, spec: PairSpec) -> Snapshot:

@@ -320,8 +320,8 @@ REGISTRY: tuple[KnownDefect, ...] = (
     ),
     KnownDefect(
         id="functional-declines-current-scaling",
-        summary="thunder's functional TE executor declines every linear under Float8CurrentScaling (with a warning): "
-        "thunder runs them in torch where eager TE runs them in FP8",
+        summary="thunder's functional TE executor declines every linear under Float8CurrentScaling and "
+        "Float8BlockScaling (with a warning): thunder runs them in torch where eager TE runs them in FP8",
         executors=("functional",),
         signature=signatures.CURRENT_SCALING_LEFT_TO_TORCH,
         checks=("numerics[current]", "numerics[blockwise]"),
@@ -337,7 +337,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
     KnownDefect(
         id="functional-checker-asserts-on-current-scaling",
         summary="thunder's functional TE executor of 0.2.5.dev20250831 .. 0.2.6.dev20250928 raises AssertionError while "
-        "checking a linear under Float8CurrentScaling: every program with a linear fails to trace",
+        "checking a linear under Float8CurrentScaling or Float8BlockScaling: every program with a linear fails to trace",
         executors=("functional",),
         signature=signatures.CHECKER_ASSERTS_THE_RECIPE,
         checks=("numerics[current]", "numerics[blockwise]"),
@@ -399,6 +399,41 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "its one fp8_meta",
         model=models.STATE_PER_LINEAR_CALL,
         seen=(_COMBINATIONS_RUN_TE29,),
+    ),
+    KnownDefect(
+        id="functional-block-scaling-quantizer-count",
+        summary="thunder's functional TE executor of 0.2.3 .. 0.2.5.dev20250824 asks a Float8BlockScaling recipe state "
+        "for 2 forward quantizers, and TE asserts on the count: every program with a linear fails",
+        executors=("functional",),
+        signature=signatures.BLOCK_SCALING_QUANTIZER_COUNT,
+        checks=("numerics[blockwise]",),
+        thunder=">=0.2.3,<0.2.5.dev20250831",
+        te=">=2.9,<2.21",
+        cause="transformer_engine_v2ex_impl.py _te_linear_execution_transform calls get_te_fp8_state(recipe, 'forward', 2) "
+        "(input and weight), and TE's Float8BlockScalingRecipeState.make_quantizers asserts num_quantizers % 3 == 0 (input, "
+        "weight, output per GEMM: quantization.py). The checker of those builds (the legacy executor's) reads no recipe and "
+        "accepts the linear. From 0.2.5.dev20250831 the functional checker asserts on the recipe first "
+        "(functional-checker-asserts-on-current-scaling), from 0.2.6.dev20251005 it declines it "
+        "(functional-declines-current-scaling)",
+        seen=(_COMBINATIONS_RUN_TE29,),
+    ),
+    KnownDefect(
+        id="symbolic-values-cannot-unpack-module-parameters",
+        summary="thunder.jit(cache='symbolic values') of a module raises NotImplementedError on its first call: the "
+        "interpreter cannot unpack a parameter's shape from its provenance",
+        executors=("legacy", "functional"),
+        signature=signatures.SYMBOLIC_VALUES_CANNOT_UNPACK,
+        checks=("new-input-shape[sequence-length-symbolic-values]", "new-input-shape[short-last-batch-symbolic-values]"),
+        thunder=">=0.2.1,<0.2.7.dev20251123",
+        te=">=1.6,<2.21",
+        without_te=True,
+        cause="thunder/core/proxies.py tensorproxy() gives every tensor symbolic shapes under CACHE_OPTIONS.SYMBOLIC_VALUES, "
+        "a torch.nn.Parameter's too, and unpacking `_modules['0']._parameters['weight'].shape[0]` from its provenance "
+        "raises. 0.2.7.dev20251123 keeps a parameter's shape static (read in the wheels). Without TE on the CPU: every "
+        "release 0.2.1 .. 0.2.6 and weekly build up to 0.2.7.dev20251116 raises, dev20251123 and dev20251130 work "
+        "(docs/results/cpu-bisect-symbolic-values); where it works one cache entry serves every shape, and the TE FP8 "
+        "state follows eager TE's",
+        seen=(_COMBINATIONS_RUN_TE29, "docs/results/cpu-bisect-symbolic-values"),
     ),
     KnownDefect(
         id="functional-new-recipe-object-resets-fp8-state",

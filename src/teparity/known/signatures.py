@@ -341,6 +341,29 @@ def _state_per_call(evidence: PartedFromEagerEvidence, env: Environment) -> bool
     return not evidence["case_errors"] and any("@" in name for name in thunder - eager)
 
 
+_BLOCK_SCALING_QUANTIZERS = "assert self.num_quantizers % 3 == 0"
+
+
+def _block_scaling_quantizer_count(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
+    """Every case raised on the thunder side TE's AssertionError of Float8BlockScaling's ``make_quantizers`` (a
+    recipe state of a number of quantizers not a multiple of 3), and no number differs."""
+    tracebacks = _tracebacks_of_thunder(evidence)
+    return bool(tracebacks) and all(
+        "AssertionError" in text and _BLOCK_SCALING_QUANTIZERS in text and "make_quantizers" in text for text in tracebacks
+    )
+
+
+def _symbolic_values_cannot_unpack(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
+    """Every case raised on the thunder side thunder's NotImplementedError unpacking an object from a provenance
+    record (under ``cache="symbolic values"``), and no number differs."""
+    tracebacks = _tracebacks_of_thunder(evidence)
+    return "symbolic values" in evidence["variant"] and bool(tracebacks) and all(
+        "NotImplementedError" in text and _UNPACKING_FROM_PROVENANCE in text for text in tracebacks
+    )
+
+
+_UNPACKING_FROM_PROVENANCE = "Exception occured unpacking object from ProvenanceRecord"
+
 # -- the signatures -------------------------------------------------------------------------------
 
 LEGACY_MODULE_LOST_TE = Signature(
@@ -532,4 +555,18 @@ STATE_PER_CALL = Signature(
     _state_per_call,
     "no case raised, and after step 0 thunder holds an FP8 state for a later call of a linear (name@2) that eager TE "
     "does not",
+)
+BLOCK_SCALING_QUANTIZER_COUNT = Signature(
+    PartedFromEager,
+    _block_scaling_quantizer_count,
+    f"every case raised on the thunder side TE's AssertionError '{_BLOCK_SCALING_QUANTIZERS}' in make_quantizers, and "
+    "no number differs",
+    bounded=True,
+)
+SYMBOLIC_VALUES_CANNOT_UNPACK = Signature(
+    PartedFromEager,
+    _symbolic_values_cannot_unpack,
+    f"under cache='symbolic values' every case raised on the thunder side NotImplementedError '{_UNPACKING_FROM_PROVENANCE}', "
+    "and no number differs",
+    bounded=True,
 )

@@ -134,8 +134,7 @@ CATALOG: dict[str, Mutation] = {
             "functional-te",
             functional.no_sync_weight_grads_scaled,
             killed_by=("ddp-grad-accumulation", "ddp-llama-grad-accumulation", "fsdp-grad-accumulation[*]"),
-            kill_note="against their model: one FP8 state per cache entry"
-            "their model: one FP8 state per cache entry)",
+            kill_note="against their model: one FP8 state per cache entry",
         ),
         Mutation(
             "fp8-group-amax-summed",
