@@ -5,8 +5,9 @@
 # release's table (matrix-teV.txt), the repro table, and one archive of the rest, call.tgz.
 # usage, from the repository root on the GPU host, with $OUT writable and TEPARITY_COMMIT set:
 #   scripts/gpu-call.sh THUNDER_BUILDS.tar.xz TE_VERSION=BUNDLE_DIR...
-# A stack is TE_VERSION/THUNDER_VERSION. Environment: KILL (a stack: its kill matrix), REPRO (stacks: every
-# reproduction on each), GATE_N (each gate's xdist workers, default 2: 16 cores over 7 to 9 stacks), CALL_S (default
+# A stack is TE_VERSION/THUNDER_VERSION. Environment: KILL (a stack: its kill matrix), KILL_ONLY (mutations: the kill
+# matrix's --only), KILL_N (each kill run's xdist workers, default 3), REPRO (stacks: every reproduction on each),
+# GATE_N (each gate's xdist workers, default 2: 16 cores over 7 to 9 stacks), CALL_S (default
 # 570: the whole call's bound in seconds), REPRO_JOBS (default 4: reproductions at a time on a stack).
 set -u
 BUILDS=${1:?thunder builds}; shift
@@ -26,8 +27,8 @@ site() { echo "/tmp/thunder-builds-${1%%/*}/${1#*/}:/tmp/te-site-${1%%/*}:$PWD/s
 name() { echo "te${1%%/*}-th${1#*/}"; }
 if [ -n "${KILL:-}" ]; then
   ( PYTHONPATH=$(site "$KILL") timeout "$left" python3 -m teparity kill-matrix tests/trace tests/numerics tests/features \
-      tests/ddp tests/fsdp --workdir "$W/kill/work" --jobs 4 --first-kill --targeted \
-      --pytest-args "-n 3 -p no:cacheprovider --tb=short" > "$W/kill/killmatrix-$(name "$KILL").txt" 2>&1
+      tests/ddp tests/fsdp --workdir "$W/kill/work" --jobs 4 --first-kill --targeted ${KILL_ONLY:+--only "$KILL_ONLY"} \
+      --pytest-args "-n ${KILL_N:-3} -p no:cacheprovider --tb=short" > "$W/kill/killmatrix-$(name "$KILL").txt" 2>&1
     echo "kill-matrix: exit $? at $(elapsed) s (limit $left s)" >> "$W/kill/killmatrix-$(name "$KILL").txt" ) &
 fi
 for S in ${REPRO:-}; do

@@ -54,7 +54,8 @@ def _run(args: argparse.Namespace, after: list[str], own: dict[str, argparse.Arg
     if command == "durations":
         return reports.durations(args.reports, args.output)
     if command == "kill-matrix":
-        return runs.kill_matrix_command(args.paths, args.workdir, args.pytest_args, args.jobs, args.first_kill, args.targeted)
+        return runs.kill_matrix_command(args.paths, args.workdir, args.pytest_args, args.jobs, args.first_kill, args.targeted,
+                                        args.only)
     if command == "bench":
         return runs.bench_command(after, args.workdir, args.modes, args.warmup, args.standby_ranks)
     if command == "repeat":

@@ -131,16 +131,20 @@ class _ScalingState:
 
 
 def _twins_with_state(monkeypatch: pytest.MonkeyPatch, *, own_updates: bool) -> defect_models.StatePerCacheEntry:
-    monkeypatch.setattr(defect_models, "te_twin", copy.deepcopy)  # CPU: the twins as torch modules
-    model = defect_models.StatePerCacheEntry(torch.nn.Sequential(torch.nn.Linear(4, 4)), own_updates=own_updates)
-    for twin in model.twins:
+    def twin_with_state(plain: torch.nn.Module) -> torch.nn.Module:  # CPU: the twins as torch modules
+        twin = copy.deepcopy(plain)
         twin[0].fp8_meta = {"scaling_fwd": _ScalingState(), "scaling_bwd": _ScalingState()}
-    return model
+        return twin
+
+    monkeypatch.setattr(defect_models, "te_twin", twin_with_state)
+    return defect_models.StatePerCacheEntry(torch.nn.Sequential(torch.nn.Linear(4, 4)), own_updates=own_updates)
 
 
-def _run_and_update_every_twin(model: defect_models.StatePerCacheEntry, amax: float) -> None:
-    """A micro-batch of the active twin, then TE's global update: every registered module's history rolls."""
-    model.twins[model.active][0].fp8_meta["scaling_fwd"].amax_history[0] = amax
+def _run_and_update_every_twin(model: defect_models.StatePerCacheEntry, amax: float, rows: int = 2) -> None:
+    """A micro-batch (``rows`` input rows) of the twin of its cache entry, then TE's global update: every registered
+    module's history rolls."""
+    model(torch.ones(rows, 4))
+    model.state_module()[0].fp8_meta["scaling_fwd"].amax_history[0] = amax
     for twin in model.twins:
         for state in twin[0].fp8_meta.values():
             state.amax_history.copy_(torch.roll(state.amax_history, -1, 0))
@@ -157,9 +161,23 @@ def test_a_twin_state_moves_only_when_it_runs_where_the_executor_owns_its_update
         for synced, amax in ((False, 1.0 + step), (True, 10.0 + step)):
             model.choose(None, synced)
             _run_and_update_every_twin(model, amax)
-    history = model.twins[0][0].fp8_meta["scaling_fwd"].amax_history[:, 0].tolist()
+    history = model.state_module()[0].fp8_meta["scaling_fwd"].amax_history[:, 0].tolist()
     # The synced twin ran at steps 0 and 1: its own two rolls, or four with the idle twin's runs.
     assert history == ([0.0, 0.0, 10.0, 11.0] if own_updates else [0.0, 10.0, 0.0, 11.0]), history
+    assert len(model.twins) == 2
+
+
+def test_an_input_shape_is_a_cache_entry_of_its_own_and_a_shape_seen_before_goes_back_to_its_state(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """thunder compiles an entry per input shape: shapes A, B, A, B give two twins, each entry's state its own runs'
+    (restored before its next run where another entry's update rolled it)."""
+    model, seen = _twins_with_state(monkeypatch, own_updates=True), []
+    for rows, amax in ((2, 1.0), (4, 2.0), (2, 3.0), (4, 4.0)):
+        model.choose(None, True)
+        _run_and_update_every_twin(model, amax, rows=rows)
+        seen.append(model.state_module()[0].fp8_meta["scaling_fwd"].amax_history[:, 0].tolist())
+    assert len(model.twins) == 2 and model.state_module() is model.twins[1]
+    assert seen[2:] == [[0.0, 0.0, 1.0, 3.0], [0.0, 0.0, 2.0, 4.0]], seen
 
 
 _KEEPS = "GeluKeepingForwardTerms"

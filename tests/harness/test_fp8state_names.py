@@ -48,3 +48,32 @@ def test_a_parameter_argument_is_its_own_name_and_an_unknown_producer_names_noth
     assert parameters_behind(_Trace(()), [_Proxy("t_wq_weight")], NAMES) == ["t_wq_weight"]
     packed = _Trace((_Symbol((_Proxy("a"), _Proxy("b")), (_Proxy("t9"),)),))  # a bucket's unpacking: two arguments
     assert parameters_behind(packed, [_Proxy("t9")], NAMES) == [None]
+
+
+SHARED = ["first", "shared", "last"]
+SHARED_CALLS = ["t_first_weight", "t_shared_weight", "t_shared_weight", "t_last_weight"]
+
+
+def test_a_linear_called_twice_with_a_state_per_call_has_an_entry_per_call() -> None:
+    """thunder's trace holds a TE linear per call: each call's own state is ``name@2`` on (the model of
+    ``fp8-state-per-linear-call`` names its second call's module so: ``networks.SECOND_CALL``)."""
+    from teparity.inrank.networks import SECOND_CALL
+
+    states = [{"input": "first"}, {"input": "call 1"}, {"input": "call 2"}, {"input": "last"}]
+    named = _by_name(SHARED, states, SHARED_CALLS, [1, 2, 3, 4])
+    assert named == {"first": {"input": "first"}, "shared": {"input": "call 1"}, SECOND_CALL: {"input": "call 2"},
+                     "last": {"input": "last"}}
+
+
+def test_a_linear_called_twice_with_one_state_has_one_entry_as_eager_te() -> None:
+    """Where both calls share one state object (as eager TE's module keeps), the snapshot is eager TE's layout."""
+    states = [{"input": "first"}, {"input": "shared"}, {"input": "shared"}, {"input": "last"}]
+    assert _by_name(SHARED, states, SHARED_CALLS, [1, 2, 2, 4]) == {
+        "first": {"input": "first"}, "shared": {"input": "shared"}, "last": {"input": "last"}}
+
+
+def test_more_states_than_linears_without_parameters_behind_them_cannot_be_named() -> None:
+    import pytest
+
+    with pytest.raises(AssertionError, match="found FP8 state for 4 TE linears, the network has 3"):
+        _by_name(SHARED, [{"input": "x"}] * 4, [None] * 4)

@@ -102,3 +102,24 @@ def test_the_cli_flag_asks_for_a_targeted_matrix(monkeypatch: pytest.MonkeyPatch
     assert seen[-1]["targeted"] and seen[-1]["first_kill"], seen
     assert cli.main(["kill-matrix", "tests/trace", "--workdir", str(tmp_path)]) == 0
     assert not seen[-1]["targeted"], seen
+
+
+def test_only_runs_the_named_mutants_beside_the_whole_clean_run(tmp_path: Path, gate_runs: list) -> None:
+    """Checked against ``only`` ignored (every mutant runs) and a clean run cut to the named mutants' rows."""
+    table, ok = killmatrix.kill_matrix(["t"], tmp_path, progress=lambda line: None, targeted=True, only=("declared",))
+    assert ok and set(_rows(table)) == {"(clean", "declared"}, table
+    assert {mutation for mutation, _, _ in gate_runs} == {None, "declared"}, gate_runs
+    assert not any(arg.startswith("--teparity-rows") for mutation, _, args in gate_runs if mutation is None for arg in args)
+
+
+def test_the_cli_takes_catalog_names_only(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """An unknown name is a usage error naming the catalog; known names reach the matrix."""
+    from teparity import __main__ as cli
+
+    seen = []
+    monkeypatch.setattr(killmatrix, "kill_matrix", lambda *args, **kwargs: seen.append(kwargs) or ("table", True))
+    assert cli.main(["kill-matrix", "--workdir", str(tmp_path), "--only", "sync-missing,checker-declines"]) == 0
+    assert seen[-1]["only"] == ("sync-missing", "checker-declines"), seen
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["kill-matrix", "--only", "sync-missing,no-such-mutant"])
+    assert stopped.value.code == 2 and "no mutation named no-such-mutant; the catalog: " in capsys.readouterr().err

@@ -577,6 +577,88 @@ SIGNATURES.update({
 })
 
 
+def _resumed(**changes: Any) -> PartedFromEager:
+    """checkpoint-resume[thunder] on thunder 0.2.6 + TE 2.9.0 (docs/results/h200-te2.9.0-13aaff2-combinations): 3 + 3
+    steps, thunder's amax history starts over after the checkpoint."""
+    return _parted(**{"micro_batches": 1, "cache_entries": {0: {"c": 1}}, "first_difference": (3, 0),
+                      "forwards_by_step": {"eager": [1, 2, 3, 4, 5, 6], "thunder": [1, 2, 3, 1, 2, 3]}, **changes})
+
+
+def _new_shape(**changes: Any) -> PartedFromEager:
+    """new-input-shape[sequence-length-default]: shapes A, B, A, B; each entry's history its own."""
+    return _parted(**{"micro_batches": 1, "cache_entries": {0: {"c": 2}}, "first_difference": (1, 0),
+                      "forwards_by_step": {"eager": [1, 2, 3, 4], "thunder": [1, 1, 2, 2]}, **changes})
+
+
+def _per_call(thunder_names: tuple[str, ...] = ("first", "shared", "shared@2", "last"), **changes: Any) -> PartedFromEager:
+    """linear-called-twice: after step 0 thunder holds a state for the shared linear's second call."""
+    amaxes = {"eager": {name: {"input": 1.0} for name in ("first", "shared", "last")},
+              "thunder": {name: {"input": 1.0} for name in thunder_names}}
+    return _parted(**{"micro_batches": 1, "cache_entries": {0: {"c": 1}}, "first_difference": (1, 0),
+                      "first_amaxes": amaxes, **changes})
+
+
+#: thunder 0.2.3's functional executor under Float8BlockScaling with TE 2.9.0 (h200-te2.9.0-13aaff2-combinations).
+BLOCK_QUANTIZERS = ("AssertionError\n  File \"/tmp/te-site-2.9.0/transformer_engine/pytorch/quantization.py\", line 1206, in "
+                    "make_quantizers\n    assert self.num_quantizers % 3 == 0  # x, w, output per gemm\nAssertionError")
+#: thunder 0.2.6 under cache="symbolic values" (the same run).
+SYMBOLIC = ("NotImplementedError: Exception occured unpacking object from ProvenanceRecord(\n  i5 = "
+            "PseudoInst.BINARY_SUBSCR(i4, 'weight')\n  i6 = PseudoInst.LOAD_ATTR(i5, 'shape')\n)")
+SYMBOLIC_VARIANT = "input shapes by step [(2, 16), (2, 32)], thunder.jit(cache='symbolic values')"
+
+
+def _symbolic(variant: str = SYMBOLIC_VARIANT, error: str = SYMBOLIC, side: str = "thunder") -> PartedFromEager:
+    return _parted(micro_batches=1, numeric_differences=0, first_difference=None, variant=variant,
+                   case_errors=[{"case": Case(), "side": side, "error": error}] * 2)
+
+
+SIGNATURES.update({
+    "checkpoint-drops-fp8-state": (
+        _resumed(), _env(),
+        [
+            ("restarts at every step", _restarts(), _env()),
+            ("parts before the checkpoint", _resumed(first_difference=(1, 0)), _env()),
+            ("eager TE restarts too", _resumed(forwards_by_step={"eager": [1, 2, 3, 1, 2, 3], "thunder": [1, 2, 3, 1, 2, 3]}), _env()),
+            ("a case raised", _resumed(case_errors=[{"case": Case(), "side": "thunder", "error": "RuntimeError: x"}]), _env()),
+        ],
+    ),
+    "fp8-state-per-input-shape": (
+        _new_shape(), _env(),
+        [
+            ("one cache entry", _new_shape(cache_entries={0: {"c": 1}}), _env()),
+            ("micro-batches", _parted(), _env()),
+            ("parts at step 0", _new_shape(first_difference=(0, 0)), _env()),
+            ("as many forwards as eager TE", _new_shape(forwards_by_step={"eager": [1, 2, 3, 4], "thunder": [1, 2, 2, 2]}), _env()),
+            ("a case raised", _new_shape(case_errors=[{"case": Case(), "side": "thunder", "error": "RuntimeError: x"}]), _env()),
+        ],
+    ),
+    "fp8-state-per-linear-call": (
+        _per_call(), _env(),
+        [
+            ("one state per linear", _per_call(("first", "shared", "last")), _env()),
+            ("a case raised", _per_call(case_errors=[{"case": Case(), "side": "thunder", "error": "RuntimeError: x"}]), _env()),
+        ],
+    ),
+    "functional-block-scaling-quantizer-count": (
+        _unpack_parted(("thunder", BLOCK_QUANTIZERS), ("thunder", BLOCK_QUANTIZERS)), _env(),
+        [
+            ("the checker's assertion", _unpack_parted(("thunder", "AssertionError\n  in check_valid_fp8_shapes\n    assert fp8_recipe.mxfp8()")), _env()),
+            ("the eager side raised it", _unpack_parted(("eager", BLOCK_QUANTIZERS)), _env()),
+            ("numbers differ too", _parted(micro_batches=1, numeric_differences=1,
+                                           case_errors=[{"case": Case(), "side": "thunder", "error": BLOCK_QUANTIZERS}]), _env()),
+        ],
+    ),
+    "symbolic-values-cannot-unpack-module-parameters": (
+        _symbolic(), _env(),
+        [
+            ("without symbolic values", _symbolic(variant=""), _env()),
+            ("another NotImplementedError", _symbolic(error="NotImplementedError: x"), _env()),
+            ("the eager side raised it", _symbolic(side="eager"), _env()),
+        ],
+    ),
+})
+
+
 def test_every_entry_has_its_signature_tested() -> None:
     assert sorted(SIGNATURES) == sorted(known_defects.BY_ID)
 

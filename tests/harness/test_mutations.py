@@ -63,6 +63,9 @@ GPU_ONLY = {
     "recipe-change-state-of-another-history",
     "no-sync-weight-grads-scaled",
     "fp8-group-amax-summed",
+    "state-dict-initial-weights",
+    "recompile-carries-another-state",
+    "frozen-parameters-trained",
 }
 
 

@@ -105,6 +105,43 @@ def test_executor_and_gpu_count_reasons() -> None:
     assert "has no te_sync_fp8_meta_bwd (added 2024-05-13, thunder PR #379)" in reasons.no_backward_sync(no_sync)
 
 
+ADA = GpuInfo("NVIDIA L40S", (8, 9))
+
+
+@pytest.mark.parametrize(
+    ("gpus", "torch_cuda", "defined", "said"),
+    [
+        ((H200,), "13.0", True, None),
+        ((ADA,), "13.0", True, "Float8BlockScaling needs compute capability 9.0+ and CUDA 12.9+"),
+        ((H200,), "12.8", True, "Float8BlockScaling needs compute capability 9.0+ and CUDA 12.9+"),
+        ((H200,), "13.0", False, "TransformerEngine 2.9.0 has no Float8BlockScaling recipe"),
+    ],
+)
+def test_block_scaling_runs_where_te_says_it_can(gpus: tuple[GpuInfo, ...], torch_cuda: str, defined: bool, said: str | None,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """TE's own rule (``check_fp8_block_scaling_support``), and a TE that defines the recipe: else a skip that says
+    which; the legacy executor declines every recipe its API does not take."""
+    import dataclasses
+
+    monkeypatch.setattr(reasons, "installed_version", lambda name: "2.9.0")
+    monkeypatch.setattr(reasons, "te_recipe_defined", lambda name: defined)
+    env = dataclasses.replace(_env(te="2.9.0", gpus=gpus), torch_cuda=torch_cuda)
+    got = reasons.recipe_declined("Float8BlockScaling", "functional", env)
+    assert got == said if said is None else said in (got or ""), got
+    if said is None:
+        assert "takes DelayedScaling and MXFP8BlockScaling only" in reasons.recipe_declined("Float8BlockScaling", "legacy", env)
+        assert reasons.recipe_declined("DelayedScaling", "legacy", env) is None
+
+
+def test_a_te_recipe_is_read_in_its_source_without_importing_te() -> None:
+    """Where TE is not installed no recipe is defined (and nothing is imported to find out)."""
+    import sys
+
+    if reasons.installed_version("transformer_engine") is None:
+        assert not reasons.te_recipe_defined("Float8BlockScaling")
+    assert "transformer_engine" not in sys.modules
+
+
 def test_environment_round_trips_through_json() -> None:
     env = _env(gpus=(H200, A100), te="2.12.0")
     assert Environment.from_json(env.to_json()) == env

@@ -113,7 +113,20 @@ def _kill_matrix(commands: argparse._SubParsersAction) -> argparse.ArgumentParse
     kills.add_argument("--targeted", action="store_true",
                        help="run each mutant's catalog killed_by rows first (--teparity-rows), the whole gate only where "
                        "they do not kill it (a row then says: catalog drift); the clean run is always whole")
+    kills.add_argument("--only", type=_mutation_names, default=(), metavar="NAME,NAME",
+                       help="these mutations of the catalog alone (the ones a change adds), beside the clean run")
     return kills
+
+
+def _mutation_names(text: str) -> tuple[str, ...]:
+    """Comma-separated names of the mutation catalog; a usage error names an unknown one and the catalog."""
+    from teparity.mutations.catalog import CATALOG
+
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names or (unknown := [name for name in names if name not in CATALOG]):
+        raise argparse.ArgumentTypeError(f"no mutation named {', '.join(unknown) if names else '(none given)'}; the catalog: "
+                                         f"{', '.join(sorted(CATALOG))}")
+    return names
 
 
 def _bench(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -123,14 +123,14 @@ def bisect_command(package: str, good: str, bad: str, pytest_args: list[str], wh
 
 
 def kill_matrix_command(paths: list[str], workdir: Path | None, pytest_args: str, jobs: int, first_kill: bool = False,
-                        targeted: bool = False) -> int:
+                        targeted: bool = False, only: tuple[str, ...] = ()) -> int:
     import shlex
 
     from teparity.tools.killmatrix import kill_matrix
 
     workdir = _workdir(workdir, "teparity-kills-")
     table, ok = kill_matrix(paths, workdir, shlex.split(pytest_args), jobs, progress=_progress, first_kill=first_kill,
-                            targeted=targeted)
+                            targeted=targeted, only=only)
     print(table)
     print(f"reports: {workdir}")
     return 0 if ok else 1

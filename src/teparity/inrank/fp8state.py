@@ -139,11 +139,11 @@ def parameters_behind(trace: Any, weights: list[Any], linear_names: list[str]) -
 
 
 def _by_name(linear_names: list[str], states: list[dict[str, dict[str, Any]]], weights: list[str | None],
-             identities: list[int]) -> Snapshot:
+             identities: list[int] | None = None) -> Snapshot:
     """Name each linear's state: by the parameter behind its weight argument where every one has one
     (``parameters_behind``: independent linears that thunder reorders keep their names), else in trace
     order (a chain of linears: the trace keeps the network's order). A linear called more than once has one
-    entry per distinct state object (``identities``) in call order: its name, then ``name@2`` and on (one state
+    entry per distinct state object (``identities``; None: each state its own) in call order: its name, then ``name@2`` and on (one state
     shared by its calls is one entry, as eager TE's module keeps). No TE linear at all is a fallback that the
     TE-claims check reports first (an empty snapshot); some but not all cannot be matched to names and raises."""
     if not states:
@@ -152,7 +152,7 @@ def _by_name(linear_names: list[str], states: list[dict[str, dict[str, Any]]], w
     if len(states) > len(linear_names) and all(weight in by_proxy for weight in weights):
         named: Snapshot = {}
         seen: dict[str, list[int]] = {}
-        for weight, state, identity in zip(weights, states, identities):
+        for weight, state, identity in zip(weights, states, identities or range(len(states))):
             calls = seen.setdefault(weight, [])
             if identity not in calls:
                 calls.append(identity)

@@ -257,8 +257,15 @@ def _thunder_program(plain: Any, spec: PairSpec, group: Any, info: ExecutorInfo,
 def _resumed(side: Side, program: Program, spec: PairSpec, group: Any, case: Case, info: ExecutorInfo, recipe: Any) -> Program:
     """The program after a checkpoint: what ``program`` saved (``Program.checkpoint``) loaded into a freshly built
     network, compiled again (the thunder side resuming into thunder: ``plain.load_state_dict``, strict) or as eager TE
-    (the eager side: eager TE or its defect model again; the thunder side: eager TE). Eager TE loads not strictly: a
-    checkpoint without TE's ``_extra_state`` loads, anything else missing or unexpected raises."""
+    (``resume_into`` "eager": the thunder side goes on as eager TE; the eager side as eager TE, or its defect model
+    again where it resumes into thunder). Where the thunder side goes on as eager TE, no thunder defect acts after the
+    checkpoint: a model's side goes on as eager TE too, from its checkpoint without FP8 state, which is all a thunder
+    checkpoint holds (``checkpoint-drops-fp8-state``). Eager TE loads not strictly: a checkpoint without TE's
+    ``_extra_state`` loads, anything else missing or unexpected raises; a delayed-scaling ``_extra_state`` is a pickle
+    that TE 2.20 loads only with ``TRUSTED_PICKLE_VARIABLE`` set (this one is the run's own)."""
+    import os
+    from unittest import mock
+
     from teparity.inrank import networks
 
     saved = program.checkpoint() if program.checkpoint else program.network.state_dict()
@@ -266,13 +273,21 @@ def _resumed(side: Side, program: Program, spec: PairSpec, group: Any, case: Cas
     if side == "thunder" and spec.resume_into == "thunder":
         plain.load_state_dict(saved)
         return _thunder_program(plain, spec, group, info, recipe)
-    eager_spec = spec if side == "eager" else dataclasses.replace(spec, model=None)
+    eager_spec = spec
+    if side == "thunder" or (spec.resume_into == "eager" and spec.model is not None):
+        eager_spec, saved = dataclasses.replace(spec, model=None), (saved if side == "thunder" else networks.without_fp8_state(saved))
     module = eager_module(plain, eager_spec, group, case)
-    unloaded = (module.trained() if eager_spec.model is not None else module).load_state_dict(saved, strict=False)
+    with mock.patch.dict(os.environ, {TRUSTED_PICKLE_VARIABLE: "1"}):
+        unloaded = (module.trained() if eager_spec.model is not None else module).load_state_dict(saved, strict=False)
     if unloaded.unexpected_keys or any(not key.endswith(networks.TE_EXTRA_STATE) for key in unloaded.missing_keys):
         raise AssertionError(f"the {side} side's checkpoint does not fit eager TE: missing {unloaded.missing_keys}, "
                              f"unexpected {unloaded.unexpected_keys}")
     return eager_program(module, eager_spec, group, ddp=False)
+
+
+#: TE 2.20 refuses to unpickle a delayed-scaling ``_extra_state`` unless this is 1 (``transformer_engine.pytorch.
+#: _extra_state``: a pickle can run code); TE 2.12 and before load it as is.
+TRUSTED_PICKLE_VARIABLE = "NVTE_ALLOW_UNSAFE_PICKLE_EXTRA_STATE"
 
 
 def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any, build: Builder | None = None) -> None:

@@ -52,7 +52,9 @@ _MATRIX_TE220 = "docs/results/h200-matrix-cceeca7"
 _MATRIX = "docs/results/h200-matrix-4a18837"
 #: The combinations users train with (checkpoint resume, new input shapes, a linear called twice, block scaling) on
 #: thunder 0.2.2 .. 0.2.7.dev20260201 with TE 2.9.0.
-_COMBINATIONS_RUN_TE29 = "docs/results/h200-te2.9.0-combinations"
+_COMBINATIONS_RUN_TE29 = "docs/results/h200-te2.9.0-13aaff2-combinations"
+#: The same rows with TE 2.20.2, after the fixes that run led to.
+_COMBINATIONS_RUN_TE220 = "docs/results/h200-te2.20.2-640b276-combinations"
 
 REGISTRY: tuple[KnownDefect, ...] = (
     KnownDefect(
@@ -332,7 +334,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "linear. Read in the wheels: the warning from 0.2.6.dev20251005 on; up to dev20250928 the checker asserts instead "
         "(functional-checker-asserts-on-current-scaling)",
         model=models.TORCH_RUNS_EVERY_LINEAR,
-        seen=("docs/results/h200-te2.9.0-72fa083", "docs/results/h200-te2.20.2-72fa083", "docs/results/h200-te2.20.2-0901221"),
+        seen=("docs/results/h200-te2.9.0-72fa083", "docs/results/h200-te2.20.2-72fa083", "docs/results/h200-te2.20.2-0901221", _COMBINATIONS_RUN_TE220),
     ),
     KnownDefect(
         id="functional-checker-asserts-on-current-scaling",
@@ -348,7 +350,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "recipe raises instead of declining. Read in the wheels 0.2.5.dev20250831 .. 0.2.6.dev20250928 (line 279); "
         "0.2.6.dev20251005 declines with a warning (functional-declines-current-scaling); before dev20250831 the legacy "
         "checker decides. Run on 0.2.5 with TE 2.20.2",
-        seen=(_MATRIX_TE220,),
+        seen=(_MATRIX_TE220, _COMBINATIONS_RUN_TE29),
     ),
     KnownDefect(
         id="checkpoint-drops-fp8-state",
@@ -382,7 +384,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "keeps one fp8_meta whatever the shape. The defect of grad-accumulation-fp8-state-per-cache-entry, with the "
         "shape as the key",
         model=models.STATE_PER_ENTRY,
-        seen=(_COMBINATIONS_RUN_TE29,),
+        seen=(_COMBINATIONS_RUN_TE29, _COMBINATIONS_RUN_TE220),
     ),
     KnownDefect(
         id="fp8-state-per-linear-call",
@@ -398,7 +400,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "bound symbol, extend/__init__.py register_stateful_operator); eager te.Linear records both calls' amaxes in "
         "its one fp8_meta",
         model=models.STATE_PER_LINEAR_CALL,
-        seen=(_COMBINATIONS_RUN_TE29,),
+        seen=(_COMBINATIONS_RUN_TE29, _COMBINATIONS_RUN_TE220),
     ),
     KnownDefect(
         id="functional-block-scaling-quantizer-count",
@@ -433,7 +435,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "release 0.2.1 .. 0.2.6 and weekly build up to 0.2.7.dev20251116 raises, dev20251123 and dev20251130 work "
         "(docs/results/cpu-bisect-symbolic-values); where it works one cache entry serves every shape, and the TE FP8 "
         "state follows eager TE's",
-        seen=(_COMBINATIONS_RUN_TE29, "docs/results/cpu-bisect-symbolic-values"),
+        seen=(_COMBINATIONS_RUN_TE29, _COMBINATIONS_RUN_TE220, "docs/results/cpu-bisect-symbolic-values"),
     ),
     KnownDefect(
         id="functional-new-recipe-object-resets-fp8-state",

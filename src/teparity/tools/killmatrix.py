@@ -22,13 +22,14 @@ TARGETED = ".targeted"
 
 def kill_matrix(
     paths: list[str], workdir: Path, pytest_args: list[str] = (), jobs: int = 1, progress: Callable[[str], None] = print,
-    *, first_kill: bool = False, targeted: bool = False,
+    *, first_kill: bool = False, targeted: bool = False, only: tuple[str, ...] = (),
 ) -> tuple[str, bool]:
     """Run the matrix (the clean run beside up to ``jobs`` mutants at a time: nothing waits on it); return its table
     and whether it passed. ``progress`` hears of each run as it ends (a cut-off run keeps those lines).
     ``first_kill``: each mutant's run stops at its first failure (the clean run always runs whole), so
     a row names the check that killed it first, not every one. ``targeted``: each mutant runs its catalog
-    ``killed_by`` rows first and the whole gate only where they survive; the row says which killed it."""
+    ``killed_by`` rows first and the whole gate only where they survive; the row says which killed it. ``only``: these
+    mutations alone (every one in the catalog where empty)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from teparity.stack.envprobe import environment
@@ -65,7 +66,7 @@ def kill_matrix(
         verdict = "SURVIVED" if run.returncode == 0 else f"ERROR (exit {run.returncode})"
         return verdict, run.output.strip().splitlines()[-1] if run.output.strip() else ""
 
-    reasons = {name: mutation.unavailable_reason(env) for name, mutation in sorted(CATALOG.items())}
+    reasons = {name: mutation.unavailable_reason(env) for name, mutation in sorted(CATALOG.items()) if name in (only or CATALOG)}
     applicable = [name for name, reason in reasons.items() if reason is None]
     with ThreadPoolExecutor(max_workers=1) as beside, ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         cleaning = beside.submit(gate, None)

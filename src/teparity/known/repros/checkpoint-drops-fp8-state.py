@@ -7,6 +7,7 @@ TransformerEngine."""
 import contextlib
 import importlib
 import importlib.metadata
+import os
 import sys
 
 import torch
@@ -80,6 +81,7 @@ def main() -> None:
     except Exception as error:  # noqa: BLE001
         cannot(f"thunder or TransformerEngine does not import: {error}")
     print(f"thunder {importlib.metadata.version('lightning-thunder')}, TransformerEngine {transformer_engine.__version__}, torch {torch.__version__}")
+    os.environ["NVTE_ALLOW_UNSAFE_PICKLE_EXTRA_STATE"] = "1"  # TE 2.20+ unpickles its own checkpoint's FP8 state only so
     recipe = DelayedScaling()
     autocast = lambda: te.autocast(enabled=True, recipe=recipe) if hasattr(te, "autocast") else te.fp8_autocast(enabled=True, fp8_recipe=recipe)  # noqa: E731
     executor, transform = find_executor()
