@@ -250,8 +250,10 @@ def _thunder_program(plain: Any, spec: PairSpec, group: Any, info: ExecutorInfo,
         parameters = dict(plain.named_parameters())  # torch.compile trains the module's own parameters
     else:
         parameters = {name: compiled.get_parameter(name) for name, _ in plain.named_parameters()}
+    # A checkpoint of what trains: thunderfx's compiled object has no state_dict of its own (the module's parameters train).
+    saved = plain.state_dict if spec.compile_path == "thunderfx" else compiled.state_dict
     return Program(compiled, parameters, thunder_fp8(spec, group), thunder_no_sync(compiled) if spec.ddp else contextlib.nullcontext,
-                   checkpoint=compiled.state_dict)
+                   checkpoint=saved)
 
 
 def _resumed(side: Side, program: Program, spec: PairSpec, group: Any, case: Case, info: ExecutorInfo, recipe: Any) -> Program:

@@ -261,8 +261,8 @@ CATALOG: dict[str, Mutation] = {
             "starts from that other linear's amax history and scale instead of a fresh one",
             "functional-te",
             functional.recompile_carries_another_state,
-            killed_by=("new-input-shape[sequence-length-default]",),
-            kill_note="against its model: an FP8 state per cache entry",
+            killed_by=("new-input-shape[sequence-length-default]", "checkpoint-resume[thunder]"),
+            kill_note="against their models: an FP8 state per cache entry, a fresh one after the checkpoint",
         ),
         Mutation(
             "frozen-parameters-trained",

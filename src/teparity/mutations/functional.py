@@ -68,22 +68,23 @@ def recipe_state_kept() -> None:
 
 def recompile_carries_another_state() -> None:
     """A recipe state made after another of its direction was updated (a cache entry compiled later: a new input
-    shape, a new compilation) starts from that state's amax history and scale instead of a fresh one: a recompile
-    carries another linear's FP8 state. The states of one compilation are all made before any update, so a program
-    compiled once is untouched."""
+    shape, a new compilation) starts from the newest such state's amax history and scale instead of a fresh one: a
+    recompile carries another linear's FP8 state. The states of one compilation are all made before any update, so a
+    program compiled once is untouched."""
     state_class = _recipe_state_class()
     real = state_class.__call__
-    updated_by_mode: dict[str, Any] = {}
+    made_by_mode: dict[str, list[Any]] = {}
 
     def call(self: Any, recipe: Any, mode: str, num_quantizers: int) -> Any:
         fresh = self.state is None
         state = real(self, recipe, mode, num_quantizers)
-        newest = updated_by_mode.get(mode)
-        if fresh and newest is not None and hasattr(state, "amax_history") and newest.amax_history.shape == state.amax_history.shape:
-            state.amax_history.copy_(newest.amax_history)
-            state.scale.copy_(newest.scale)
-        if hasattr(state, "amax_history"):
-            updated_by_mode[mode] = state if bool(state.amax_history[1:].ne(0).any()) else updated_by_mode.get(mode)
+        if fresh and hasattr(state, "amax_history"):
+            updated = [made for made in made_by_mode.get(mode, ()) if made.amax_history.shape == state.amax_history.shape
+                       and bool(made.amax_history[1:].ne(0).any())]
+            if updated:
+                state.amax_history.copy_(updated[-1].amax_history)
+                state.scale.copy_(updated[-1].scale)
+            made_by_mode.setdefault(mode, []).append(state)
         return state
 
     state_class.__call__ = call
