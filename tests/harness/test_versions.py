@@ -133,6 +133,14 @@ def test_block_scaling_runs_where_te_says_it_can(gpus: tuple[GpuInfo, ...], torc
         assert reasons.recipe_declined("DelayedScaling", "legacy", env) is None
 
 
+@pytest.mark.parametrize(("thunder", "absent"), [("0.2.0.dev20240901", True), ("0.2.1", False), ("0.2.6", False), (None, False)])
+def test_symbolic_values_are_absent_where_thunder_keeps_every_shape_static(thunder: str | None, absent: bool) -> None:
+    """Before 0.2.1 ``cache="symbolic values"`` compiles a cache entry per shape: the default cache's row, not its own."""
+    said = reasons.feature_absent("legacy", thunder, recipe_changes=False, compile_path="jit", cache="symbolic values")
+    assert (said is not None) == absent and (not absent or "makes no shape symbolic" in said), said
+    assert reasons.feature_absent("legacy", thunder, recipe_changes=False, compile_path="jit") is None
+
+
 def test_a_te_recipe_is_read_in_its_source_without_importing_te() -> None:
     """Where TE is not installed no recipe is defined (and nothing is imported to find out)."""
     import sys

@@ -37,7 +37,8 @@ class ModelParted(AssertionError):
 def feature_reason(spec: PairSpec, thunder: str | None) -> str | None:
     """Why this thunder cannot run the spec's program variant at all (absent by design), or None."""
     changes = bool(spec.recipe_ids_by_step or spec.new_recipe_each_step)
-    return reasons.feature_absent(spec.executor, thunder, recipe_changes=changes, compile_path=spec.compile_path)
+    return reasons.feature_absent(spec.executor, thunder, recipe_changes=changes, compile_path=spec.compile_path,
+                                  cache=spec.cache)
 
 
 def comparison_numbers(result: Any) -> dict[str, Any]:

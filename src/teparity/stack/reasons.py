@@ -132,13 +132,17 @@ def no_input_grad_under_ddp(thunder: str | None) -> str | None:
     )
 
 
-def feature_absent(executor: ExecutorKind, thunder: str | None, *, recipe_changes: bool, compile_path: str) -> str | None:
+def feature_absent(executor: ExecutorKind, thunder: str | None, *, recipe_changes: bool, compile_path: str,
+                   cache: str | None = None) -> str | None:
     """Why this thunder cannot run a program variant at all (absent by design), or None."""
     if executor == "legacy" and recipe_changes:
         return ("the legacy TE executor takes its recipe once, at thunder.jit (te_fp8_recipe=...): a recipe change "
                 "between steps is a new thunder.jit, not a change it can see")
     if compile_path == "thunderfx" and not since.reached(thunder, since.THUNDERFX_SINCE):
         return f"lightning-thunder {thunder} has no thunder.dynamo.thunderfx (first seen in {since.THUNDERFX_SINCE})"
+    if cache == "symbolic values" and not since.reached(thunder, since.SYMBOLIC_SHAPES_SINCE):
+        return (f"lightning-thunder {thunder}'s cache='symbolic values' makes no shape symbolic (every shape static, a "
+                f"cache entry per shape as under the default cache; symbolic from {since.SYMBOLIC_SHAPES_SINCE})")
     return None
 
 

@@ -19,6 +19,10 @@ DDP_OF_JITTED_SINCE = Version("0.2.0.dev20240811")
 DDP_INPUT_GRAD_SINCE = Version("0.2.4.dev20250608")
 #: The first build seen with ``thunder.dynamo.thunderfx`` (0.2.0.dev20241201 has none; read in the wheels).
 THUNDERFX_SINCE = Version("0.2.0.dev20241229")
+#: ``cache="symbolic values"`` makes a tensor's shape symbolic: 0.2.1's ``tensorproxy`` does; 0.2.0.dev20240901's keeps
+#: every shape static ("dynamic shape ... not yet enabled"), so a new shape is a new cache entry there, as under the
+#: default cache (read in the wheels; run on the CPU: docs/results/cpu-bisect-symbolic-values). Builds between, unread.
+SYMBOLIC_SHAPES_SINCE = Version("0.2.1")
 #: The first release whose functional executor has ``_te_activation_checkpointing_transform`` (read in the
 #: wheels: 0.2.5.dev20250720 has none, 0.2.5 has it).
 CHECKPOINTING_TRANSFORM_SINCE = Version("0.2.5")
