@@ -25,13 +25,19 @@ def plain_mlp(
     for index, (fan_in, fan_out) in enumerate(zip(sizes, sizes[1:])):
         if index and activation == "gelu":
             layers.append(torch.nn.GELU())
-        linear = torch.nn.Linear(fan_in, fan_out, bias=bias)
-        with torch.no_grad():
-            linear.weight.copy_(torch.randn(fan_out, fan_in, generator=generator) / fan_in**0.5)
-            if bias:
-                linear.bias.copy_(torch.randn(fan_out, generator=generator) * 0.1)
-        layers.append(linear)
+        layers.append(_seeded_linear(fan_in, fan_out, generator, bias=bias))
     return torch.nn.Sequential(*layers).to(device=device, dtype=dtype)
+
+
+def _seeded_linear(fan_in: int, fan_out: int, generator: torch.Generator, *, bias: bool = False,
+                   trains: bool = True) -> torch.nn.Linear:
+    """A linear drawn from ``generator``: its weight scaled by ``1/sqrt(fan_in)``, then its bias (times 0.1)."""
+    linear = torch.nn.Linear(fan_in, fan_out, bias=bias)
+    with torch.no_grad():
+        linear.weight.copy_(torch.randn(fan_out, fan_in, generator=generator) / fan_in**0.5)
+        if bias:
+            linear.bias.copy_(torch.randn(fan_out, generator=generator) * 0.1)
+    return linear.requires_grad_(trains)
 
 
 def seeded_input(shape: tuple[int, ...], *, test_seed: int, step: int, rank: int, device: str, dtype: torch.dtype) -> torch.Tensor:
@@ -167,13 +173,6 @@ def llama_block(
             else:
                 parameter.copy_(torch.randn(parameter.shape, generator=generator) / parameter.shape[1] ** 0.5)
     return block.to(device=device, dtype=dtype)
-
-
-def _seeded_linear(fan_in: int, fan_out: int, generator: torch.Generator, *, trains: bool = True) -> torch.nn.Linear:
-    linear = torch.nn.Linear(fan_in, fan_out, bias=False)
-    with torch.no_grad():
-        linear.weight.copy_(torch.randn(fan_out, fan_in, generator=generator) / fan_in**0.5)
-    return linear.requires_grad_(trains)
 
 
 class AdapterMLP(torch.nn.Module):

@@ -5,6 +5,7 @@ skip (``import_failure``), and a run without thunder stops at start-up (``thunde
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -179,6 +180,7 @@ def block_scaling_unsupported(env: Environment) -> str | None:
     return None
 
 
+@functools.cache
 def te_recipe_defined(name: str) -> bool:
     """Whether the installed TE's ``transformer_engine/common/recipe`` defines class ``name`` (read, not imported:
     importing TE in the gate's process would initialize CUDA before the ranks fork)."""
