@@ -10,7 +10,7 @@ OUT=$(cd "$(dirname "$OUT")" && pwd)/$(basename "$OUT")
 cd "$(dirname "$0")/../docs"   # report paths relative to docs/: the table's links resolve from there
 R=results
 #: The declared matrix (matrix.toml) at one commit: a folder per TE release, a report per thunder build.
-MATRIX=$R/h200-matrix-8440227
+MATRIX=$R/h200-matrix-876cf25
 {
   echo "# Compatibility table"
   echo
