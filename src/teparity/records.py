@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from teparity.stack.executors import ExecutorKind
+from teparity.strategies import STRATEGIES, Strategy
 from teparity.trace_summary import TraceSummary
 
 Side = Literal["eager", "thunder"]
@@ -149,19 +150,21 @@ class PairSpec:
     cases: tuple[Case, ...]
     steps: int = 3
     micro_batches: int = 1
-    ddp: bool = False
+    #: How the ranks train (``teparity.strategies.STRATEGIES``): one rank, thunder ddp or fsdp, torch DDP or FSDP2 around
+    #: thunderfx. Its world size, skip reason and options come from there.
+    strategy: str = "one-rank"
     #: Ranks per ``fp8_autocast(fp8_group=...)``: None is TE's default (the world), k is consecutive
     #: blocks of k ranks (1: each rank alone), the group an amax reduction must stay within.
     fp8_group_size: int | None = None
     lr: float = 0.05
-    #: thunder's FSDP (``thunder.distributed.fsdp``) against torch FSDP2 (``fully_shard``) instead of DDP:
-    #: ``"ZERO2"`` or ``"ZERO3"`` (``teparity.inrank.fsdp_sides``), or None.
-    fsdp: str | None = None
+    #: The strategy's sharding (``strategies.SHARDINGS``: thunder fsdp's ``sharding_strategy``, FSDP2's
+    #: ``reshard_after_forward``), where it shards; else None.
+    sharding: str | None = None
     #: thunder fsdp's ``bucketing_strategy`` by name (``"NONE"``, ``"LAYER"``, ``"BLOCK"``); None is its default.
-    fsdp_bucketing: str | None = None
-    #: The eager reference of an FSDP pair: ``"fsdp2"`` (torch FSDP2 over ``te.Linear``) or ``"ddp"`` (torch DDP, where
-    #: FSDP2 cannot run: ``teparity.inrank.fsdp_sides``).
-    fsdp_reference: str = "fsdp2"
+    bucketing: str | None = None
+    #: The eager reference of a sharding strategy (``strategies.REFERENCES``: ``"fsdp2"`` or ``"ddp"``); None: the one
+    #: that runs on the session's backend (``Strategy.reference``, filled in by ``gate.pairs.Pairs.run``).
+    reference: str | None = None
     #: The thunder side's layers before the last linear under ``torch.utils.checkpoint`` (non-reentrant);
     #: eager TE runs the network without it, the numbers checkpointing must not change.
     checkpoint: bool = _feature(False, lambda on: "activation checkpointing of every layer but the last" if on else None)
@@ -194,6 +197,16 @@ class PairSpec:
     #: grad accumulates that input's gradient in place of its weight's (a known defect's model:
     #: ``teparity.inrank.defect_models.InputGradAsWeightGrad``).
     input_grad_as_weight_grad: bool = False
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {self.strategy!r}: one of {list(STRATEGIES)}")
+        self.parallel.validate(self)
+
+    @property
+    def parallel(self) -> Strategy:
+        """The strategy the spec names."""
+        return STRATEGIES[self.strategy]
 
     def variant(self) -> str:
         """The program variant in words ("" for plain training under thunder.jit), for messages: each feature

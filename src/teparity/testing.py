@@ -30,10 +30,11 @@ from teparity.judge.tolerances import FP32_AGAINST_TORCH
 from teparity.judge.traces import assert_no_violations, check_backward_sync, check_no_forward_sync
 from teparity.records import Case, DdpTransformRun, Pair, PairSpec, fp8_groups
 from teparity.stack import reasons, recipes
+from teparity.strategies import REFERENCES
 
 __all__ = [
     "FP32_AGAINST_TORCH", "Case", "Comparison", "DdpTransformRun", "DdpTransformSpec", "FsdpTransformSpec", "LegacySyncRun",
-    "LegacySyncSpec", "Pair", "PairSpec", "Pairs", "RankRunner", "ReducedOutsideTheGroup", "SilentFallback", "SyncCountWrong",
+    "LegacySyncSpec", "Pair", "PairSpec", "Pairs", "REFERENCES", "RankRunner", "ReducedOutsideTheGroup", "SilentFallback", "SyncCountWrong",
     "assert_no_violations", "assert_te_as_the_reference", "assert_te_claimed", "check_backward_sync", "check_no_forward_sync",
     "checks", "compare_across_ranks", "compare_ddp_runs", "compare_sides", "compiled_entries", "ddp_transform_run",
     "fp8_groups", "fsdp_transform_run", "fused_update_deviation", "left_out", "legacy_sync_run", "order_differences",

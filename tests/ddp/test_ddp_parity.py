@@ -1,5 +1,5 @@
-"""DDP tier: thunder ddp + a TE executor against torch DDP + eager TE on several ranks, rank-dependent
-inputs, several SGD steps: per rank and step outputs, all-reduced gradients and FP8 state; FP8 state
+"""DDP tier: thunder ddp (and torch DDP around thunderfx) + a TE executor against torch DDP + eager TE on several
+ranks, rank-dependent inputs, several SGD steps: per rank and step outputs, all-reduced gradients and FP8 state; FP8 state
 equal across ranks; gradient accumulation; the backward sync count; fp8 groups smaller than the world.
 """
 
@@ -71,34 +71,34 @@ def _assert_ddp_parity(pair: Pair, parity: Pairs) -> None:
 
 def _ddp_spec(executor: str, recipe_id: str = "delayed") -> PairSpec:
     """ddp[recipe]'s run: 3 steps of every case."""
-    return PairSpec(executor, recipe_id, CASES, steps=3, ddp=True)
+    return PairSpec(executor, recipe_id, CASES, steps=3, strategy="thunder-ddp")
 
 
 @pytest.mark.parametrize("recipe_id", ["delayed", "delayed-e4m3-len4-max"])
 @pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.shares_runs("ddp-{executor}-{recipe_id}")
 @pytest.mark.check(checks.DDP, "{recipe_id}")
-def test_ddp_matches_torch_ddp(executor: str, recipe_id: str, parity: Pairs, world_size: int) -> None:
-    _assert_ddp_parity(parity.run(_ddp_spec(executor, recipe_id), world_size=world_size, measure_fused=True), parity)
+def test_ddp_matches_torch_ddp(executor: str, recipe_id: str, parity: Pairs) -> None:
+    _assert_ddp_parity(parity.run(_ddp_spec(executor, recipe_id), measure_fused=True), parity)
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.shares_runs("ddp-{executor}-delayed")  # ddp[delayed]'s sides
 @pytest.mark.check(checks.DDP_FIRST_STEP)
-def test_first_ddp_step_matches_torch_ddp(executor: str, parity: Pairs, world_size: int) -> None:
+def test_first_ddp_step_matches_torch_ddp(executor: str, parity: Pairs) -> None:
     """Step 0 alone, free of drift between the sides' weights: it tells a first step that is already wrong
     from trajectories that part later (ddp[delayed]), and shows state regressions at once. It judges step
     0 of ddp[delayed]'s run: a pytest process that ran that one runs nothing again."""
-    pair = parity.run(_ddp_spec(executor), world_size=world_size, measure_fused=True).first_steps(1)
+    pair = parity.run(_ddp_spec(executor), measure_fused=True).first_steps(1)
     _assert_ddp_parity(pair, parity)
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.check(checks.DDP_GRAD_ACCUMULATION)
-def test_gradient_accumulation_matches_no_sync(executor: str, parity: Pairs, world_size: int) -> None:
+def test_gradient_accumulation_matches_no_sync(executor: str, parity: Pairs) -> None:
     """Two micro-batches per step: thunder's skip_data_parallel_grad_sync against torch DDP's no_sync."""
-    spec = PairSpec(executor, "delayed", CASES[:1], steps=2, micro_batches=2, ddp=True)
-    _assert_ddp_parity(parity.run(spec, world_size=world_size), parity)
+    spec = PairSpec(executor, "delayed", CASES[:1], steps=2, micro_batches=2, strategy="thunder-ddp")
+    _assert_ddp_parity(parity.run(spec), parity)
 
 
 #: fp8 group layouts smaller than the world: name -> ranks per group, and each layout's check.
@@ -115,8 +115,8 @@ def test_amax_reduction_stays_in_the_fp8_group(executor: str, layout: str, parit
     size = GROUP_SIZES[layout]
     if world_size < 2 * size or world_size % size:
         pytest.skip(f"fp8 groups of {size} rank(s) need a world of 2+ such groups; world size is {world_size} (--teparity-world-size)")
-    spec = PairSpec(executor, "delayed", CASES[:1], steps=3, ddp=True, fp8_group_size=size)
-    pair = parity.run(spec, world_size=world_size)
+    spec = PairSpec(executor, "delayed", CASES[:1], steps=3, strategy="thunder-ddp", fp8_group_size=size)
+    pair = parity.run(spec)
     eager = pair.eager
     ctx = parity.context(pair)
     groups = fp8_groups(world_size, size)
@@ -154,14 +154,24 @@ LLAMA_STEPS = 2
 
 @pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.check(checks.DDP_LLAMA)
-def test_llama_block_under_ddp_matches_torch_ddp(executor: str, parity: Pairs, world_size: int) -> None:
+def test_llama_block_under_ddp_matches_torch_ddp(executor: str, parity: Pairs) -> None:
     """A llama-style block, every projection TE-claimed, one micro-batch per step."""
-    _assert_ddp_parity(parity.run(PairSpec(executor, "delayed", LLAMA, steps=LLAMA_STEPS, ddp=True), world_size=world_size), parity)
+    _assert_ddp_parity(parity.run(PairSpec(executor, "delayed", LLAMA, steps=LLAMA_STEPS, strategy="thunder-ddp")), parity)
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.check(checks.DDP_LLAMA_GRAD_ACCUMULATION)
-def test_llama_block_gradient_accumulation_matches_no_sync(executor: str, parity: Pairs, world_size: int) -> None:
+def test_llama_block_gradient_accumulation_matches_no_sync(executor: str, parity: Pairs) -> None:
     """Four micro-batches per step, the gradient all-reduce on the last only (llama2.c's loop)."""
-    spec = PairSpec(executor, "delayed", LLAMA, steps=LLAMA_STEPS, micro_batches=4, ddp=True)
-    _assert_ddp_parity(parity.run(spec, world_size=world_size), parity)
+    spec = PairSpec(executor, "delayed", LLAMA, steps=LLAMA_STEPS, micro_batches=4, strategy="thunder-ddp")
+    _assert_ddp_parity(parity.run(spec), parity)
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check(checks.DDP_THUNDERFX)
+def test_torch_ddp_around_thunderfx_matches_torch_ddp(executor: str, parity: Pairs) -> None:
+    """torch DDP around a module thunderfx compiles (thunder's benchmark_litgpt ``ddp`` mode with thunderfx): every rank
+    and step against torch DDP + eager TE, the FP8 state equal across ranks, TE holding every linear, and one thunder
+    program compiled (a recompile at a DDP hook starts its FP8 state over)."""
+    spec = PairSpec(executor, "delayed", CASES, steps=3, strategy="thunderfx-ddp", compile_path="thunderfx")
+    _assert_ddp_parity(parity.run(spec), parity)

@@ -40,7 +40,7 @@ LLAMA_STEPS = 2
 
 def _assert_feature(spec: PairSpec, parity: Pairs, what: str) -> None:
     __tracebackhide__ = True
-    pair = parity.run(spec, world_size=1, measure_fused=True)
+    pair = parity.run(spec, measure_fused=True)
     result = parity.judge_against_te_or_model(pair, parity.assert_parity)
     parity.evidence(f"{what}; {len(spec.cases)} cases x {spec.steps} steps: {result.summary()}{fused_update_deviation(pair)}")
 

@@ -98,7 +98,7 @@ def test_input_gradients_are_compared_where_the_inputs_required_grad_on_both_sid
 def test_a_ddp_pair_on_a_build_whose_transform_rejects_an_input_grad_says_what_it_left_out() -> None:
     """The ddp tier's messages and evidence carry this (``judge.parity.context`` and its evidence lines)."""
     old = SimpleNamespace(versions=Versions(torch="2.4.1", thunder="0.2.0.dev20240728", transformer_engine="1.8.0"))
-    ddp = dataclasses.replace(SPEC, ddp=True)
+    ddp = dataclasses.replace(SPEC, strategy="thunder-ddp")
     said = left_out(old, ddp)
     assert said.startswith("; input gradients not compared: lightning-thunder 0.2.0.dev20240728's DDP transform raises"), said
     assert left_out(old, SPEC) == ""
@@ -214,9 +214,9 @@ def test_fp8_groups_tile_the_world(world: int, size: int | None, groups: list[li
 def test_with_three_ranks_ddp_compares_only_the_first_step_with_eager() -> None:
     """From step 1 on, 3+ ranks' gradient sums round differently in torch DDP and thunder ddp; step 0
     is still compared, so a first-step difference fails."""
-    spec = dataclasses.replace(SPEC, ddp=True, steps=2)
+    spec = dataclasses.replace(SPEC, strategy="thunder-ddp", steps=2)
     assert [steps_compared_with_eager(spec, w) for w in (1, 2, 3, 4)] == [2, 2, 1, 1]
-    assert steps_compared_with_eager(dataclasses.replace(spec, ddp=False), 4) == 2
+    assert steps_compared_with_eager(dataclasses.replace(spec, strategy="one-rank"), 4) == 2
     eager = _run()
     later = copy.deepcopy(eager)
     later.steps[1].fp8_state = _state(scale=400.0)

@@ -97,7 +97,7 @@ def test_a_thunder_that_matches_eager_te_passes_there_the_xpass_that_retires_the
 
 def test_the_model_spec_is_the_eager_spec_changed_as_the_entry_says() -> None:
     assert NO_GRAD.model.applied(SPEC).model == TORCH_LINEARS and not NO_GRAD.model.te_claims
-    group = BY_ID["functional-fp8-group-ignored"].model.applied(PairSpec("functional", "delayed", (), ddp=True, fp8_group_size=1))
+    group = BY_ID["functional-fp8-group-ignored"].model.applied(PairSpec("functional", "delayed", (), strategy="thunder-ddp", fp8_group_size=1))
     assert group.fp8_group_size is None and group.model is None
 
 
@@ -307,7 +307,7 @@ def test_each_thunderfx_case_is_compiled_as_its_own_program() -> None:
     spec = PairSpec("functional", "delayed", (Case(activation=None),), steps=1, compile_path="thunderfx", checkpoint=True)
 
     def inputs_of_a_compile(sizes: tuple[int, ...], activation: str | None, lead: tuple[int, ...]) -> list[str]:
-        compiled = sides._compile(networks.CheckpointedMLP(*networks.plain_mlp(sizes, activation=activation)), {}, spec)
+        compiled = sides.compile_thunder(networks.CheckpointedMLP(*networks.plain_mlp(sizes, activation=activation)), {}, spec)
         compiled(torch.randn(*lead, sizes[0], requires_grad=True)).sum().backward()
         return [type(node.meta.get("example_value")).__name__ for info in compiled._backend.subgraph_infos
                 for node in info.original_graph_module.graph.nodes if node.op == "placeholder"]

@@ -126,7 +126,7 @@ def test_a_rank_without_the_backward_sync_fails_fast_with_every_stack(tmp_path: 
     if world_size < 2:
         pytest.skip("a mismatched collective needs 2+ ranks (--teparity-world-size)")
     deadline = 90.0
-    spec = PairSpec("legacy", "delayed", (Case(),), steps=2, ddp=True)
+    spec = PairSpec("legacy", "delayed", (Case(),), steps=2, strategy="thunder-ddp")
     start = time.monotonic()
     with pytest.raises(RanksFailed) as failed:
         run_ranks(legacy_ddp_with_sync_skipped_on_last_rank, spec, world_size=world_size, backend=backend,

@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "teparity"
 #: own ``__init__``, which prepares the import order).
 LAYERS = (
     ("teparity.stack", "teparity.launch", "teparity.option_types", "teparity.checks"),
-    ("teparity.trace_summary", "teparity.records", "teparity.mutations", "teparity"),
+    ("teparity.trace_summary", "teparity.records", "teparity.strategies", "teparity.mutations", "teparity"),
     ("teparity.judge", "teparity.inrank"),
     ("teparity.known",),
     ("teparity.gate",),
@@ -33,6 +33,7 @@ APART = {
     "teparity.inrank": ("teparity.judge",),
     "teparity.trace_summary": ("teparity.records", "teparity.mutations"),
     "teparity.records": ("teparity.mutations",),
+    "teparity.strategies": ("teparity.records", "teparity.mutations"),
 }
 
 

@@ -67,7 +67,7 @@ def test_fp32_parameters_with_bias(executor: str, parity: Pairs) -> None:
 
 def _assert_numerics(spec: PairSpec, parity: Pairs) -> None:
     __tracebackhide__ = True
-    pair = parity.run(spec, world_size=1, measure_fused=True)
+    pair = parity.run(spec, measure_fused=True)
     result = parity.judge_against_te_or_model(pair, parity.assert_parity)
     stateless = " (recipe keeps no scaling state)" if state_is_empty(pair.eager) else ""
     parity.evidence(f"{len(spec.cases)} cases x {spec.steps} steps: {result.summary()}{stateless}{fused_update_deviation(pair)}")

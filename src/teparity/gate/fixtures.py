@@ -78,7 +78,7 @@ def parity(request: pytest.FixtureRequest, teparity_env: Any, rank_runner: RankR
     def note(key: str, value: Any) -> None:
         request.node.user_properties.append((key, value))
 
-    return Pairs(teparity_env, rank_runner, backend, evidence, modeled_by, note)
+    return Pairs(teparity_env, rank_runner, backend, evidence, modeled_by, note, settings(request.config).world_size)
 
 
 @pytest.fixture

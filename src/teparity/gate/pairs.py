@@ -59,12 +59,8 @@ def _shows_a_raise(failure: AssertionError) -> bool:
 
 
 def _eager_spec(spec: PairSpec) -> PairSpec:
-    """The eager side's spec: it never consults the executor, nor thunder's FSDP bucketing; the DDP reference of an
-    FSDP pair does not shard (one run serves ZeRO2 and ZeRO3)."""
-    eager_spec = dataclasses.replace(spec, executor="legacy", fsdp_bucketing=None)
-    if spec.fsdp and spec.fsdp_reference == "ddp":
-        eager_spec = dataclasses.replace(eager_spec, fsdp="ZERO2")
-    return eager_spec
+    """The eager side's spec: it never consults the executor, nor what its strategy sets aside (``Strategy.eager_spec``)."""
+    return spec.parallel.eager_spec(dataclasses.replace(spec, executor="legacy"))
 
 
 #: Side runs of this process, newest last (module docstring).
@@ -83,19 +79,27 @@ class Pairs:
     modeled_by: KnownDefect | None = None
     #: Record a (key, value) of the test for the parity report (``teparity.gate.report``'s properties).
     note: Callable[[str, Any], None] = lambda key, value: None
+    #: The session's ranks (``--teparity-world-size``): a strategy that is not one rank's runs on them.
+    world_size: int = 1
 
-    def run(self, spec: PairSpec, *, world_size: int = 1, measure_fused: bool = False) -> Pair:
-        """Eager TE on the executor's scale-update path and thunder + the executor; with
-        ``measure_fused`` also eager TE's default path where that differs. Skips, with the reason, an
-        executor this thunder lacks or a recipe it declines."""
+    def run(self, spec: PairSpec, *, measure_fused: bool = False) -> Pair:
+        """Eager TE on the executor's scale-update path and thunder + the executor, on the ranks of the spec's strategy
+        (and its reference for the session's backend where it has a choice); with ``measure_fused`` also eager TE's
+        default path where that differs. Skips, with the reason, a strategy that cannot run here, an executor this
+        thunder lacks or a recipe it declines."""
         from teparity.stack import recipes
 
+        strategy = spec.parallel
+        world_size = strategy.world_size(self.world_size)
         if reason := (
-            reasons.no_executor(self.env, spec.executor)
+            strategy.absent(world_size, self.env.versions.thunder)
+            or reasons.no_executor(self.env, spec.executor)
             or next(filter(None, (recipes.declined(r, spec.executor, self.env) for r in dict.fromkeys((spec.recipe_id, *spec.recipe_ids_by_step)))), None)
             or feature_reason(spec, self.env.versions.thunder)
         ):
             pytest.skip(reason)
+        if spec.reference is None and (chosen := strategy.reference(self.backend, len(self.env.gpus))):
+            spec = dataclasses.replace(spec, reference=chosen)
         update = reference_update(spec.executor)
         eager_spec = _eager_spec(spec)
         wanted = [("eager", eager_spec, update), ("thunder", spec, None)]
@@ -152,11 +156,7 @@ class Pairs:
     def _sides(self, spec: PairSpec, world_size: int, wanted: list[tuple[str, PairSpec, ScaleUpdate | None]]) -> list[list[list[CaseRun]]]:
         """Each wanted (side, its spec, scale update): from ``_SIDE_RUNS``, or run, all those not kept there side by
         side (``RankRunner.side_by_side``)."""
-        if spec.fsdp:  # thunder fsdp against torch FSDP2 (teparity.inrank.fsdp_sides)
-            from teparity.inrank.fsdp_sides import run_eager_fsdp as run_eager
-            from teparity.inrank.fsdp_sides import run_thunder_fsdp as run_thunder
-        else:
-            from teparity.inrank.sides import run_eager, run_thunder
+        from teparity.inrank.sides import run_eager, run_thunder
         keys: list[SideKey] = [(side, side_spec, world_size, update) for side, side_spec, update in wanted]
         missing = list(dict.fromkeys(key for key in keys if key not in _SIDE_RUNS))
         # An eager side runs with the pair's executor (its rank code looks the executor up, and never uses it).

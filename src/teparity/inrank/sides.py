@@ -1,5 +1,5 @@
-"""The two sides of a parity pair, inside a rank: ``run_eager`` (eager TE; torch DDP when distributed)
-and ``run_thunder`` (thunder + the spec's TE executor).
+"""The two sides of a parity pair, inside a rank: ``run_eager`` (eager TE) and ``run_thunder`` (thunder + the spec's TE
+executor), each as the spec's strategy builds its program (``teparity.inrank.strategies``).
 
 Each runs every case of the spec for ``spec.steps`` optimizer steps, each of ``spec.micro_batches``
 forward/backward passes (all but the last without the gradient all-reduce), and returns per step the
@@ -38,7 +38,7 @@ from teparity.stack import recipes
 from teparity.stack.executors import ExecutorInfo, executor_module, find_te_executors
 from teparity.stack.reasons import no_input_grad_under_ddp
 from teparity.stack.te_api import te_autocast
-from teparity.stack.thunder_api import jit_ddp, jit_options
+from teparity.stack.thunder_api import jit_options
 from teparity.stack.versions import installed_version
 from teparity.trace_summary import summarize
 
@@ -100,13 +100,13 @@ def run_thunder(rank: int, world_size: int, spec: PairSpec) -> list[CaseRun]:
     return _run_side("thunder", rank, world_size, spec)
 
 
-def _run_side(side: Side, rank: int, world_size: int, spec: PairSpec, build: Builder | None = None) -> list[CaseRun]:
-    """Every case of the spec on this rank's GPU, each trained as the program ``build`` makes (default ``_program``)."""
+def _run_side(side: Side, rank: int, world_size: int, spec: PairSpec) -> list[CaseRun]:
+    """Every case of the spec on this rank's GPU, each trained as the spec's strategy builds its program."""
     import torch
 
     torch.cuda.set_device(_device())
     group = _fp8_group(spec, rank, world_size)
-    return [_run_case_or_record(side, spec, case, rank, world_size, group, build) for case in spec.cases]
+    return [_run_case_or_record(side, spec, case, rank, world_size, group) for case in spec.cases]
 
 
 UNFUSED_UPDATE_VARIABLE = "NVTE_UNFUSED_FP8_UPDATE"
@@ -120,18 +120,15 @@ def te_scale_update(update: ScaleUpdate) -> Any:
     return mock.patch.dict(os.environ, {UNFUSED_UPDATE_VARIABLE: "1"} if update == "python" else {})
 
 
-def _run_case_or_record(
-    side: Side, spec: PairSpec, case: Case, rank: int, world_size: int, group: Any, build: Builder | None = None
-) -> CaseRun:
-    """One case (its program by ``build``, default ``_program``); with one process a case that raises is recorded
-    (the others still run and compare)."""
+def _run_case_or_record(side: Side, spec: PairSpec, case: Case, rank: int, world_size: int, group: Any) -> CaseRun:
+    """One case; with one process a case that raises is recorded (the others still run and compare)."""
     run = CaseRun(case=case, steps=[], linear_names=[])
     try:
-        _run_case(side, spec, run, rank, group, build)
+        _run_case(side, spec, run, rank, group)
     except Exception as error:
         if world_size > 1:  # a rank that goes on alone would meet its peers in the wrong collective
             if hasattr(error, "add_note"):  # Python 3.11+: the traceback then names the case
-                error.add_note(f"teparity: {side} side{f' (FSDP {spec.fsdp})' if spec.fsdp else ''}, case {case.label()}")
+                error.add_note(f"teparity: {side} side ({spec.parallel.words}), case {case.label()}")
             raise
         # The exception first (a long message would push it out of a tail), then the traceback; the traces
         # recorded so far stay: TE claims are judged first.
@@ -186,18 +183,9 @@ def eager_module(plain: Any, spec: PairSpec, group: Any, case: Case) -> Any:
                        group=group)
 
 
-def _program(side: Side, plain: Any, spec: PairSpec, group: Any, case: Case, info: ExecutorInfo, first_recipe: Any) -> Program:
-    return _eager_program(plain, spec, group, case) if side == "eager" else _thunder_program(plain, spec, group, info, first_recipe)
-
-
-def _eager_program(plain: Any, spec: PairSpec, group: Any, case: Case) -> Program:
-    """Eager TE (or a defect model of it: ``eager_module``), under torch DDP where the spec asks."""
-    return eager_program(eager_module(plain, spec, group, case), spec, group, ddp=spec.ddp)
-
-
 def eager_program(module: Any, spec: PairSpec, group: Any, *, ddp: bool) -> Program:
     """``module`` (``eager_module``) as the eager side's program: under torch DDP with thunder's way of accumulating
-    gradients where ``ddp`` (the ddp tier, and the fsdp tier's DDP reference); a defect model's choice of module per
+    gradients where ``ddp`` (thunder ddp's reference, and a sharding strategy's DDP reference); a defect model's choice of module per
     micro-batch, and the no-sync stash of input gradients where the spec models it."""
     import torch
 
@@ -239,21 +227,31 @@ def thunder_fp8(spec: PairSpec, group: Any) -> Callable[[Any], Any]:
     return lambda recipe: te_autocast(recipe, group)
 
 
-def _thunder_program(plain: Any, spec: PairSpec, group: Any, info: ExecutorInfo, first_recipe: Any) -> Program:
-    """thunder + the executor, compiled by the spec's path (under thunder's DDP where the spec asks)."""
+def thunder_network(plain: Any, spec: PairSpec) -> Any:
+    """What thunder compiles: the network, its layers before the last under activation checkpointing where the spec
+    asks (the same modules: the same parameter names)."""
     from teparity.inrank import networks
 
-    program = networks.CheckpointedMLP(*plain) if spec.checkpoint else plain
-    options = jit_options(info, first_recipe) | ({"cache": spec.cache} if spec.cache else {})
-    compiled = _compile(program, options, spec)
+    return networks.CheckpointedMLP(*plain) if spec.checkpoint else plain
+
+
+def thunder_options(spec: PairSpec, info: ExecutorInfo, first_recipe: Any) -> dict[str, Any]:
+    """The compile options: the executor, its recipe, the spec's cache."""
+    return jit_options(info, first_recipe) | ({"cache": spec.cache} if spec.cache else {})
+
+
+def thunder_program(compiled: Any, plain: Any, spec: PairSpec, group: Any, no_sync: Callable[[], Any] = contextlib.nullcontext,
+                    full: Callable[[str, Any], Any] | None = None) -> Program:
+    """``compiled`` (thunder's program of ``plain``) as the thunder side's program. thunderfx trains the module's own
+    parameters (torch.compile), and its compiled object has no ``state_dict``: the module's is the checkpoint."""
     if spec.compile_path == "thunderfx":
-        parameters = dict(plain.named_parameters())  # torch.compile trains the module's own parameters
+        parameters, saved = dict(plain.named_parameters()), plain.state_dict
     else:
-        parameters = {name: compiled.get_parameter(name) for name, _ in plain.named_parameters()}
-    # A checkpoint of what trains: thunderfx's compiled object has no state_dict of its own (the module's parameters train).
-    saved = plain.state_dict if spec.compile_path == "thunderfx" else compiled.state_dict
-    return Program(compiled, parameters, thunder_fp8(spec, group), thunder_no_sync(compiled) if spec.ddp else contextlib.nullcontext,
-                   checkpoint=saved)
+        parameters, saved = {name: compiled.get_parameter(name) for name, _ in plain.named_parameters()}, compiled.state_dict
+    program = Program(compiled, parameters, thunder_fp8(spec, group), no_sync, checkpoint=saved)
+    if full is not None:
+        program.full = full
+    return program
 
 
 def _resumed(side: Side, program: Program, spec: PairSpec, group: Any, case: Case, info: ExecutorInfo, recipe: Any) -> Program:
@@ -270,11 +268,13 @@ def _resumed(side: Side, program: Program, spec: PairSpec, group: Any, case: Cas
 
     from teparity.inrank import networks
 
+    from teparity.inrank.strategies import builder
+
     saved = program.checkpoint() if program.checkpoint else program.network.state_dict()
     plain = _network(case, _device())
     if side == "thunder" and spec.resume_into == "thunder":
         plain.load_state_dict(saved)
-        return _thunder_program(plain, spec, group, info, recipe)
+        return builder(spec)("thunder", plain, spec, group, case, info, recipe)
     eager_spec = spec
     if side == "thunder" or (spec.resume_into == "eager" and spec.model is not None):
         eager_spec, saved = dataclasses.replace(spec, model=None), (saved if side == "thunder" else networks.without_fp8_state(saved))
@@ -292,21 +292,22 @@ def _resumed(side: Side, program: Program, spec: PairSpec, group: Any, case: Cas
 TRUSTED_PICKLE_VARIABLE = "NVTE_ALLOW_UNSAFE_PICKLE_EXTRA_STATE"
 
 
-def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any, build: Builder | None = None) -> None:
-    """Fill ``run`` step by step with the program ``build`` makes (default ``_program``); the thunder side's traces as
-    soon as the first backward has run. The one step loop of every parity side (the fsdp tier's too)."""
+def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -> None:
+    """Fill ``run`` step by step with the program the spec's strategy builds; the thunder side's traces as soon as the
+    first backward has run. The one step loop of every parity side, whatever the strategy."""
     import torch
 
     from teparity.inrank import networks
+    from teparity.inrank.strategies import builder
 
     plain = _network(run.case, _device())
     run.linear_names = networks.linear_names(plain)
     info = find_te_executors()[spec.executor]
     recipe_at = _recipe_schedule(spec)
-    program = (build or _program)(side, plain, spec, group, run.case, info, recipe_at(0))
+    program = builder(spec)(side, plain, spec, group, run.case, info, recipe_at(0))
     optimizer = torch.optim.SGD(list(program.parameters.values()), lr=spec.lr)
     # Both sides alike: where thunder's DDP transform cannot take it, no input requires grad.
-    input_grad = spec.train and not (spec.ddp and no_input_grad_under_ddp(installed_version("lightning-thunder")))
+    input_grad = spec.train and not (spec.parallel.thunder_ddp and no_input_grad_under_ddp(installed_version("lightning-thunder")))
     with record_fp8_syncs(None) as syncs, contextlib.ExitStack() as resumed:
         for step in range(spec.steps):
             recipe, before = recipe_at(step), syncs.backward_calls()
@@ -392,12 +393,11 @@ def _torch_autocast(spec: PairSpec) -> Any:
     return torch.autocast(device_type="cuda", dtype=_dtype(spec.torch_autocast))
 
 
-def _compile(program: Any, options: dict[str, Any], spec: PairSpec) -> Any:
-    """thunder + the executor, by the spec's compile path (and thunder's DDP where the spec asks)."""
+def compile_thunder(network: Any, options: dict[str, Any], spec: PairSpec) -> Any:
+    """thunder + the executor, by the spec's compile path (``thunder.jit``, or torch.compile with thunder as its
+    backend)."""
     import thunder
 
-    if spec.ddp:
-        return jit_ddp(program, options)
     if spec.compile_path == "thunderfx":
         import torch
         from thunder.dynamo import thunderfx
@@ -406,21 +406,26 @@ def _compile(program: Any, options: dict[str, Any], spec: PairSpec) -> Any:
         # would be a recompile with symbolic sizes, a path no check means to test (thunder up to 0.2.3.dev20250518
         # maps a checkpointed region's gradients onto its size arguments there: docs/facts.md).
         torch._dynamo.reset()
-        return thunderfx(program, **options)
-    return thunder.jit(program, **options)
+        return thunderfx(network, **options)
+    return thunder.jit(network, **options)
 
 
 def _last_traces(compiled: Any, spec: PairSpec) -> tuple[Any, Any | None, int | None]:
     """(forward, backward or None without one, cache entries or None where thunder does not count them)
     execution traces of the last call. thunderfx must have handed the whole program to one thunder
-    subgraph: the checks read one trace per direction."""
+    subgraph, compiled once: the checks read one trace per direction, and a Dynamo graph compiled again (a
+    recompile, at a distributed wrapper's hook, say) is a thunder program with an FP8 state of its own. Its
+    count is the Dynamo graphs compiled (None where the build does not say)."""
     import thunder
 
     if spec.compile_path == "thunderfx":
         forwards, backwards = compiled.last_traces, compiled.last_backward_traces
+        graphs = getattr(getattr(compiled, "_backend", None), "subgraph_infos", None)
         if len(forwards) != 1:
-            raise AssertionError(f"thunderfx split the program into {len(forwards)} thunder subgraphs, expected 1")
-        return forwards[0], (backwards[0] if backwards else None), None
+            raise AssertionError(f"thunderfx made {len(forwards)} thunder programs of the program "
+                                 f"({'?' if graphs is None else len(graphs)} Dynamo graph(s) compiled: graph breaks or "
+                                 "recompiles), expected 1")
+        return forwards[0], (backwards[0] if backwards else None), (None if graphs is None else len(graphs))
     backwards = _executed_backward_traces(compiled)
     return thunder.last_traces(compiled)[-1], (backwards[-1] if backwards else None), thunder.cache_misses(compiled)
 

@@ -128,7 +128,7 @@ def trace_violations(thunder_by_rank: list[list[CaseRun]], spec: PairSpec) -> li
             violations += check_fp8_state_updates(run.forward, run.backward, n)
         else:
             if run.backward is not None:
-                violations += check_backward_sync(run.backward, expect_grad_waits=spec.ddp)
+                violations += check_backward_sync(run.backward, expect_grad_waits=spec.parallel.thunder_ddp)
             facts = run.legacy_autocast or {}
             if not (facts.get("wrapped") and facts.get("recipe_is_ours")):
                 violations.append(
@@ -146,7 +146,7 @@ def steps_compared_with_eager(spec: PairSpec, world_size: int) -> int:
     invariants, sync counts, FP8 state equal across ranks) still cover every step. Under FSDP the
     reduce-scatter of thunder (pre-divided SUM) and torch FSDP2 (AVG) sum in their own orders too.
     """
-    return spec.steps if not (spec.ddp or spec.fsdp) or world_size <= 2 else 1
+    return spec.steps if spec.parallel.one_rank or world_size <= 2 else 1
 
 
 def compare_sides(
@@ -206,7 +206,7 @@ def left_out(env: Any, spec: PairSpec) -> str:
     """What this build's DDP transform keeps out of the comparison, and why ("" when nothing): the
     ranks' inputs do not require grad where it cannot take one (``versions.no_input_grad_under_ddp``,
     which the ranks follow too)."""
-    reason = no_input_grad_under_ddp(env.versions.thunder) if spec.ddp else None
+    reason = no_input_grad_under_ddp(env.versions.thunder) if spec.parallel.thunder_ddp else None
     return f"; input gradients not compared: {reason}" if reason else ""
 
 

@@ -209,7 +209,7 @@ FSDP2_GLOO_ONE_GPU = (
 def fsdp_backend_unfit(backend: str, gpus: int) -> str | None:
     """Why torch FSDP2 over ``te.Linear`` cannot be the fsdp tier's reference on this backend, or None: on gloo with
     a GPU, the crash seen there, unless ``FSDP_ON_GLOO_VARIABLE`` is 1 (the tier then takes torch DDP instead:
-    ``teparity.inrank.fsdp_sides``)."""
+    ``teparity.inrank.strategies.thunder_fsdp``)."""
     if backend != "gloo" or not gpus or os.environ.get(FSDP_ON_GLOO_VARIABLE) == "1":
         return None
     return FSDP2_GLOO_ONE_GPU
