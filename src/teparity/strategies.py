@@ -43,8 +43,6 @@ class Strategy:
     #: thunder's DDP transform runs the thunder side: its legacy backward waits on gradient all-reduces, and where a
     #: build's transform rejects an input that requires grad, both sides train without one.
     thunder_ddp: bool = False
-    #: The compile path its thunder side is (``PairSpec.compile_path``), or None: the spec's own.
-    compile_path: str | None = None
     #: The first thunder build that has it, or None: every build the gate runs.
     since: Version | None = None
 
@@ -74,8 +72,6 @@ class Strategy:
             raise ValueError(f"strategy {self.name} needs sharding in {SHARDINGS}, not {spec.sharding!r}")
         if spec.reference is not None and spec.reference not in REFERENCES:
             raise ValueError(f"strategy {self.name}: reference {spec.reference!r} is not one of {list(REFERENCES)}")
-        if self.compile_path is not None and spec.compile_path != self.compile_path:
-            raise ValueError(f"strategy {self.name} compiles with {self.compile_path}, not {spec.compile_path}")
 
     def eager_spec(self, spec: Any) -> Any:
         """The eager side's spec: what it never reads set aside (thunder's bucketing; a DDP reference's sharding), so
@@ -92,9 +88,5 @@ STRATEGIES: dict[str, Strategy] = {
         Strategy("one-rank", "one_rank", "one rank", one_rank=True),
         Strategy("thunder-ddp", "thunder_ddp", "thunder ddp against torch DDP", thunder_ddp=True),
         Strategy("thunder-fsdp", "thunder_fsdp", "thunder fsdp", min_ranks=2, options=OPTIONS),
-        Strategy("thunderfx-ddp", "thunderfx_ddp", "torch DDP around thunderfx", compile_path="thunderfx",
-                 since=since.THUNDERFX_SINCE),
-        Strategy("thunderfx-fsdp2", "thunderfx_fsdp2", "torch FSDP2 (fully_shard) around thunderfx", min_ranks=2,
-                 options=("sharding", "reference"), compile_path="thunderfx", since=since.THUNDERFX_SINCE),
     )
 }

@@ -19,7 +19,8 @@ import pytest
 
 from teparity.records import Case, PairSpec
 from teparity.stack.reasons import FSDP2_GLOO_ONE_GPU, FSDP_ON_GLOO_VARIABLE
-from teparity.strategies import STRATEGIES
+from teparity.stack.since import THUNDERFX_SINCE
+from teparity.strategies import STRATEGIES, Strategy
 
 REPO = Path(__file__).resolve().parents[2]
 RECIPE = (REPO / "docs" / "conventions.md").read_text().split("## Adding a strategy", 1)[1].split("\n## ", 1)[0]
@@ -33,10 +34,6 @@ def test_a_spec_names_one_strategy_and_sets_only_the_options_it_takes() -> None:
         PairSpec("legacy", "delayed", (), strategy="thunder-ddp", sharding="ZERO2", bucketing="LAYER")
     with pytest.raises(ValueError, match="needs sharding in"):
         PairSpec("legacy", "delayed", (), strategy="thunder-fsdp")
-    with pytest.raises(ValueError, match="thunderfx-fsdp2 takes no bucketing"):
-        PairSpec("legacy", "delayed", (), strategy="thunderfx-fsdp2", sharding="ZERO3", bucketing="BLOCK", compile_path="thunderfx")
-    with pytest.raises(ValueError, match="compiles with thunderfx, not jit"):
-        PairSpec("legacy", "delayed", (), strategy="thunderfx-ddp")
     with pytest.raises(ValueError, match="reference 'deepspeed'"):
         PairSpec("legacy", "delayed", (), strategy="thunder-fsdp", sharding="ZERO2", reference="deepspeed")
 
@@ -45,8 +42,9 @@ def test_the_world_size_and_the_skip_reason_come_from_the_strategy() -> None:
     assert [STRATEGIES[name].world_size(4) for name in ("one-rank", "thunder-ddp", "thunder-fsdp")] == [1, 4, 4]
     assert STRATEGIES["one-rank"].absent(1, "0.2.6") is None and STRATEGIES["thunder-ddp"].absent(1, "0.2.6") is None
     assert "shards over 2+ ranks; world size is 1 (--teparity-world-size)" in STRATEGIES["thunder-fsdp"].absent(1, "0.2.6")
-    assert "predates torch DDP around thunderfx (from 0.2.0.dev20241229)" in STRATEGIES["thunderfx-ddp"].absent(2, "0.2.0.dev20241201")
-    assert STRATEGIES["thunderfx-fsdp2"].absent(2, "0.2.0.dev20241229") is None
+    later = Strategy("later", "later", "a later strategy", since=THUNDERFX_SINCE)
+    assert later.absent(2, "0.2.0.dev20241201") == "lightning-thunder 0.2.0.dev20241201 predates a later strategy (from 0.2.0.dev20241229)"
+    assert later.absent(2, "0.2.0.dev20241229") is None
 
 
 def test_a_sharding_strategy_takes_fsdp2_where_it_runs_and_ddp_where_it_does_not(monkeypatch: pytest.MonkeyPatch) -> None:
