@@ -58,3 +58,60 @@ def _entries(distribution: str) -> set[str]:
     except importlib.metadata.PackageNotFoundError:
         return set()
     return {Path(str(file)).parts[0] for file in files if not str(file).startswith("..")}
+
+
+class PackageCopy:
+    """A copy of the package, its gate tiers, the registrations' harness test, conftest.py and pyproject.toml: where a
+    recipe of docs/conventions.md is followed as written (``tests/harness/test_recipe.py``, ``test_strategy.py``)."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        import shutil
+
+        self.root, self.repo = tmp_path / "repo", Path(__file__).resolve().parents[2]
+        shutil.copytree(self.repo / "src", self.root / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        for tier in ("trace", "numerics", "features", "ddp", "fsdp"):
+            shutil.copytree(self.repo / "tests" / tier, self.root / "tests" / tier, ignore=shutil.ignore_patterns("__pycache__"))
+        (self.root / "tests" / "harness").mkdir()
+        shutil.copy(self.repo / "tests" / "harness" / "test_registrations.py", self.root / "tests" / "harness")
+        for name in ("conftest.py", "pyproject.toml"):
+            shutil.copy(self.repo / name, self.root)
+        self.package = self.root / "src" / "teparity"
+        self.env = {"PYTHONPATH": str(self.root / "src"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+        self.report = tmp_path / "report.json"
+
+    def insert(self, relative: str, before: str, text: str) -> None:
+        """Put ``text`` before the one ``before`` of the package's file (the recipe's anchor)."""
+        path = self.package / relative
+        source = path.read_text()
+        assert source.count(before) == 1, f"the recipe's anchor {before!r} is not once in {relative}: update the recipe and its test"
+        path.write_text(source.replace(before, text + before, 1))
+
+    def changed(self) -> list[str]:
+        """The package's source files that differ from the checkout's, or that it lacks."""
+        import filecmp
+
+        original = self.repo / "src" / "teparity"
+        return [path.relative_to(self.package).as_posix() for path in sorted(self.package.rglob("*.py"))
+                if not (original / path.relative_to(self.package)).exists()
+                or not filecmp.cmp(path, original / path.relative_to(self.package), shallow=False)]
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``python ARGS`` in the copy, with the copy's package on the path."""
+        return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=self.root, env=self.env)
+
+    def gate_rows(self, test: str) -> tuple[dict[tuple[str, str], list[str]], subprocess.CompletedProcess[str]]:
+        """The copy's registrations must pass; then the gate on ``test``: its report's rows (check, executor) -> the
+        outcomes, and the run."""
+        import json
+
+        registrations = self.run("-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/harness/test_registrations.py")
+        assert registrations.returncode == 0, registrations.stdout[-3000:]
+        gate = self.run("-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", test, f"--teparity-report={self.report}")
+        assert gate.returncode == 0, gate.stdout[-3000:]
+        results = json.loads(self.report.read_text())["results"]
+        return {(row["check"], row["executor"]): [t["outcome"] for t in row["tests"]] for row in results}, gate
+
+
+@pytest.fixture
+def package_copy(tmp_path: Path) -> PackageCopy:
+    return PackageCopy(tmp_path)

@@ -5,13 +5,9 @@ its report row and skips it for the reason it gives every test of an FP8 GPU."""
 
 from __future__ import annotations
 
-import filecmp
-import json
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,12 +51,6 @@ def test_toy_residual_matches_eager_te(executor: str, parity: Pairs) -> None:
 '''
 
 
-def _insert(path: Path, before: str, text: str) -> None:
-    source = path.read_text()
-    assert before in source, f"the recipe's anchor {before!r} is gone from {path.name}: update the recipe and this test"
-    path.write_text(source.replace(before, text + before, 1))
-
-
 def test_the_recipe_fits_one_screen_and_names_what_the_toy_check_touches() -> None:
     steps = [line for line in RECIPE.strip().splitlines() if line.strip()]
     assert len(steps) <= 30 and max(map(len, steps)) <= 120, "one screen: 30 lines of 120 characters"
@@ -71,49 +61,28 @@ def test_the_recipe_fits_one_screen_and_names_what_the_toy_check_touches() -> No
 
 
 @pytest.mark.timeout(300)
-def test_a_toy_check_with_a_new_network_follows_the_recipe_in_three_source_files(tmp_path: Path) -> None:
+def test_a_toy_check_with_a_new_network_follows_the_recipe_in_three_source_files(package_copy: Any) -> None:
     pytest.importorskip("torch")
-    copy = tmp_path / "repo"
-    shutil.copytree(REPO / "src", copy / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    for tier in ("trace", "numerics", "features", "ddp", "fsdp"):
-        shutil.copytree(REPO / "tests" / tier, copy / "tests" / tier, ignore=shutil.ignore_patterns("__pycache__"))
-    (copy / "tests" / "harness").mkdir()
-    shutil.copy(REPO / "tests" / "harness" / "test_registrations.py", copy / "tests" / "harness")
-    for name in ("conftest.py", "pyproject.toml"):
-        shutil.copy(REPO / name, copy)
-    package = copy / "src" / "teparity"
-    _insert(package / "checks.py", "\n#: Every check, in the order the tiers run them.", "\n" + CHECK.rstrip("\n"))
-    _insert(package / "records.py", "    )\n}\n", ARCHITECTURE)
+    package = package_copy.package
+    package_copy.insert("checks.py", "\n#: Every check, in the order the tiers run them.", "\n" + CHECK.rstrip("\n"))
+    package_copy.insert("records.py", "    )\n}\n", ARCHITECTURE)
     (package / "inrank" / "networks.py").write_text((package / "inrank" / "networks.py").read_text() + BUILDER)
-    (copy / "tests" / "features" / "test_toy_parity.py").write_text(TEST)
+    (package_copy.root / "tests" / "features" / "test_toy_parity.py").write_text(TEST)
+    assert package_copy.changed() == ["checks.py", "inrank/networks.py", "records.py"]
 
-    changed = [path.relative_to(package).as_posix() for path in sorted(package.rglob("*.py"))
-               if not filecmp.cmp(path, REPO / "src" / "teparity" / path.relative_to(package), shallow=False)]
-    assert changed == ["checks.py", "inrank/networks.py", "records.py"]
-
-    env = {"PYTHONPATH": str(copy / "src"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    probe = subprocess.run([sys.executable, "-c", (
+    probe = package_copy.run("-c", (
         "from teparity import checks; from teparity.inrank import networks; from teparity.records import Case\n"
         "from teparity.known import registry; from teparity.stack.versions import Versions\n"
         "case = Case(sizes=(32, 64, 32), architecture='toy')\n"
         "covered = [e.id for e in registry.covering('toy-residual', 'legacy', Versions(torch='2.11.0', thunder='0.2.6', "
         "transformer_engine='2.12.0'))]\n"
         "print(checks.TOY_RESIDUAL in checks.TE_RUNS, case.label(), networks.linear_names(networks.toy_residual(case.sizes)), covered)"
-    )], capture_output=True, text=True, cwd=copy, env=env)
+    ))
     assert probe.returncode == 0, probe.stderr[-3000:]
     assert probe.stdout.split() == ["True", "toy-32-64-32/in16x32/float32", "['0.inner.0',", "'0.inner.1']",
                                     "['legacy-executor-loses-te-from-te-2.10']"], probe.stdout
 
-    registrations = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                    "tests/harness/test_registrations.py"], capture_output=True, text=True, cwd=copy, env=env)
-    assert registrations.returncode == 0, registrations.stdout[-3000:]
-
-    report = tmp_path / "report.json"
-    gate = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
-                           "tests/features/test_toy_parity.py", f"--teparity-report={report}"],
-                          capture_output=True, text=True, cwd=copy, env=env)
-    assert gate.returncode == 0, gate.stdout[-3000:]
-    rows = {(row["check"], row["executor"]): [t["outcome"] for t in row["tests"]] for row in json.loads(report.read_text())["results"]}
+    rows, gate = package_copy.gate_rows("tests/features/test_toy_parity.py")
     assert set(rows) == {("toy-residual[legacy]", "legacy"), ("toy-residual[functional]", "functional")}, rows
     assert all(outcomes == ["skip"] for outcomes in rows.values()), rows
     assert re.search(r"SKIPPED \[2\] .*: TransformerEngine is not installed", gate.stdout), gate.stdout[-2000:]

@@ -7,13 +7,9 @@ every test of an FP8 GPU."""
 from __future__ import annotations
 
 import dataclasses
-import filecmp
-import json
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,12 +97,6 @@ def test_toy_replicated_matches_eager_te(executor: str, parity: Pairs) -> None:
 '''
 
 
-def _insert(path: Path, before: str, text: str) -> None:
-    source = path.read_text()
-    assert source.count(before) == 1, f"the recipe's anchor {before!r} is not once in {path.name}: update this test"
-    path.write_text(source.replace(before, text + before, 1))
-
-
 def test_the_recipe_fits_one_screen_and_names_what_the_toy_strategy_touches() -> None:
     steps = [line for line in RECIPE.strip().splitlines() if line.strip()]
     assert len(steps) <= 15 and max(map(len, steps)) <= 120, "one screen: 15 lines of 120 characters"
@@ -116,47 +106,23 @@ def test_the_recipe_fits_one_screen_and_names_what_the_toy_strategy_touches() ->
 
 
 @pytest.mark.timeout(300)
-def test_a_toy_strategy_follows_the_recipe_in_three_source_files(tmp_path: Path) -> None:
-    copy = tmp_path / "repo"
-    shutil.copytree(REPO / "src", copy / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    for tier in ("trace", "numerics", "features", "ddp", "fsdp"):
-        shutil.copytree(REPO / "tests" / tier, copy / "tests" / tier, ignore=shutil.ignore_patterns("__pycache__"))
-    (copy / "tests" / "harness").mkdir()
-    shutil.copy(REPO / "tests" / "harness" / "test_registrations.py", copy / "tests" / "harness")
-    for name in ("conftest.py", "pyproject.toml"):
-        shutil.copy(REPO / name, copy)
-    package = copy / "src" / "teparity"
-    _insert(package / "strategies.py", "    )\n}\n", STRATEGY)
-    (package / "inrank" / "strategies" / "toy_replicated.py").write_text(MODULE)
-    _insert(package / "checks.py", "\n#: Every check, in the order the tiers run them.", "\n" + CHECK.rstrip("\n"))
-    (copy / "tests" / "ddp" / "test_toy_strategy.py").write_text(TEST)
+def test_a_toy_strategy_follows_the_recipe_in_three_source_files(package_copy: Any) -> None:
+    package_copy.insert("strategies.py", "    )\n}\n", STRATEGY)
+    (package_copy.package / "inrank" / "strategies" / "toy_replicated.py").write_text(MODULE)
+    package_copy.insert("checks.py", "\n#: Every check, in the order the tiers run them.", "\n" + CHECK.rstrip("\n"))
+    (package_copy.root / "tests" / "ddp" / "test_toy_strategy.py").write_text(TEST)
+    assert package_copy.changed() == ["checks.py", "inrank/strategies/toy_replicated.py", "strategies.py"]
 
-    original = REPO / "src" / "teparity"
-    changed = [path.relative_to(package).as_posix() for path in sorted(package.rglob("*.py"))
-               if not (original / path.relative_to(package)).exists()
-               or not filecmp.cmp(path, original / path.relative_to(package), shallow=False)]
-    assert changed == ["checks.py", "inrank/strategies/toy_replicated.py", "strategies.py"]
-
-    env = {"PYTHONPATH": str(copy / "src"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    probe = subprocess.run([sys.executable, "-c", (
+    probe = package_copy.run("-c", (
         "from teparity.records import Case, PairSpec; from teparity.inrank.strategies import builder\n"
         "spec = PairSpec('legacy', 'delayed', (Case(),), strategy='toy-replicated')\n"
         "print(builder(spec).__module__, spec.parallel.world_size(4), spec.parallel.absent(1, '0.2.6'))"
-    )], capture_output=True, text=True, cwd=copy, env=env)
+    ))
     assert probe.returncode == 0, probe.stderr[-3000:]
     assert probe.stdout.split("\n")[0] == ("teparity.inrank.strategies.toy_replicated 4 every rank training alone shards over "
                                            "2+ ranks; world size is 1 (--teparity-world-size)"), probe.stdout
 
-    registrations = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                    "tests/harness/test_registrations.py"], capture_output=True, text=True, cwd=copy, env=env)
-    assert registrations.returncode == 0, registrations.stdout[-3000:]
-
-    report = tmp_path / "report.json"
-    gate = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
-                           "tests/ddp/test_toy_strategy.py", f"--teparity-report={report}"],
-                          capture_output=True, text=True, cwd=copy, env=env)
-    assert gate.returncode == 0, gate.stdout[-3000:]
-    rows = {(row["check"], row["executor"]): [t["outcome"] for t in row["tests"]] for row in json.loads(report.read_text())["results"]}
+    rows, gate = package_copy.gate_rows("tests/ddp/test_toy_strategy.py")
     assert set(rows) == {("toy-replicated[legacy]", "legacy"), ("toy-replicated[functional]", "functional")}, rows
     assert all(outcomes == ["skip"] for outcomes in rows.values()), rows
     assert re.search(r"SKIPPED \[2\] .*: TransformerEngine is not installed", gate.stdout), gate.stdout[-2000:]
