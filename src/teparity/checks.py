@@ -67,10 +67,13 @@ DDP_FP8_GROUP_PER_RANK = _check("ddp-fp8-group-per-rank", runs_te=True, column="
 DDP_FP8_GROUP_SUBGROUPS_OF_2 = _check("ddp-fp8-group-subgroups-of-2", runs_te=True, column="fp8 groups")
 DDP_LLAMA = _check("ddp-llama", runs_te=True, llama=True)
 DDP_LLAMA_GRAD_ACCUMULATION = _check("ddp-llama-grad-accumulation", runs_te=True, llama=True)
+DDP_THUNDERFX = _check("ddp-thunderfx", runs_te=True)
 # -- fsdp tier ---------------------------------------------------------------------------------------------
 FSDP = _check("fsdp", runs_te=True)
 FSDP_LLAMA = _check("fsdp-llama", runs_te=True, llama=True)
 FSDP_GRAD_ACCUMULATION = _check("fsdp-grad-accumulation", runs_te=True)
+FSDP2_THUNDERFX = _check("fsdp2-thunderfx", runs_te=True)
+FSDP_ACTIVATION_CHECKPOINTING = _check("fsdp-activation-checkpointing", runs_te=True)
 
 #: Every check, in the order the tiers run them.
 ALL = tuple(REGISTRY)

@@ -150,14 +150,14 @@ class PairSpec:
     cases: tuple[Case, ...]
     steps: int = 3
     micro_batches: int = 1
-    #: How the ranks train (``teparity.strategies.STRATEGIES``): one rank, thunder ddp, thunder fsdp. Its world size,
-    #: skip reason and options come from there.
+    #: How the ranks train (``teparity.strategies.STRATEGIES``): one rank, thunder ddp or fsdp, torch DDP or FSDP2 around
+    #: thunderfx. Its world size, skip reason and options come from there.
     strategy: str = "one-rank"
     #: Ranks per ``fp8_autocast(fp8_group=...)``: None is TE's default (the world), k is consecutive
     #: blocks of k ranks (1: each rank alone), the group an amax reduction must stay within.
     fp8_group_size: int | None = None
     lr: float = 0.05
-    #: The strategy's sharding (``strategies.SHARDINGS``: thunder fsdp's ``sharding_strategy``; the FSDP2 reference's
+    #: The strategy's sharding (``strategies.SHARDINGS``: thunder fsdp's ``sharding_strategy``, FSDP2's
     #: ``reshard_after_forward``), where it shards; else None.
     sharding: str | None = None
     #: thunder fsdp's ``bucketing_strategy`` by name (``"NONE"``, ``"LAYER"``, ``"BLOCK"``); None is its default.

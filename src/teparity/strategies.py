@@ -43,6 +43,10 @@ class Strategy:
     #: thunder's DDP transform runs the thunder side: its legacy backward waits on gradient all-reduces, and where a
     #: build's transform rejects an input that requires grad, both sides train without one.
     thunder_ddp: bool = False
+    #: Its thunder side runs under torch FSDP2, which cannot run where ``fsdp_backend_unfit`` says why: it is absent there.
+    fsdp2: bool = False
+    #: The compile path its thunder side is (``PairSpec.compile_path``), or None: the spec's own.
+    compile_path: str | None = None
     #: The first thunder build that has it, or None: every build the gate runs.
     since: Version | None = None
 
@@ -50,8 +54,10 @@ class Strategy:
         """Its ranks in a session of ``session`` ranks (``--teparity-world-size``)."""
         return 1 if self.one_rank else session
 
-    def absent(self, world_size: int, thunder: str | None) -> str | None:
+    def absent(self, world_size: int, thunder: str | None, *, backend: str, gpus: int) -> str | None:
         """Why it cannot run here (absent by design), or None."""
+        if self.fsdp2 and (unfit := fsdp_backend_unfit(backend, gpus)):
+            return f"{self.words}: {unfit}"
         if world_size < self.min_ranks:
             return f"{self.words} shards over {self.min_ranks}+ ranks; world size is {world_size} (--teparity-world-size)"
         if self.since is not None and thunder and not since.reached(thunder, self.since):
@@ -72,6 +78,8 @@ class Strategy:
             raise ValueError(f"strategy {self.name} needs sharding in {SHARDINGS}, not {spec.sharding!r}")
         if spec.reference is not None and spec.reference not in REFERENCES:
             raise ValueError(f"strategy {self.name}: reference {spec.reference!r} is not one of {list(REFERENCES)}")
+        if self.compile_path is not None and spec.compile_path != self.compile_path:
+            raise ValueError(f"strategy {self.name} compiles with {self.compile_path}, not {spec.compile_path}")
 
     def eager_spec(self, spec: Any) -> Any:
         """The eager side's spec: what it never reads set aside (thunder's bucketing; a DDP reference's sharding), so
@@ -88,5 +96,9 @@ STRATEGIES: dict[str, Strategy] = {
         Strategy("one-rank", "one_rank", "one rank", one_rank=True),
         Strategy("thunder-ddp", "thunder_ddp", "thunder ddp against torch DDP", thunder_ddp=True),
         Strategy("thunder-fsdp", "thunder_fsdp", "thunder fsdp", min_ranks=2, options=OPTIONS),
+        Strategy("thunderfx-ddp", "thunderfx_ddp", "torch DDP around thunderfx", compile_path="thunderfx",
+                 since=since.THUNDERFX_SINCE),
+        Strategy("thunderfx-fsdp2", "thunderfx_fsdp2", "torch FSDP2 (fully_shard) around thunderfx", min_ranks=2,
+                 options=("sharding", "reference"), fsdp2=True, compile_path="thunderfx", since=since.THUNDERFX_SINCE),
     )
 }

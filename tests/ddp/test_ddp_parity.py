@@ -1,5 +1,5 @@
-"""DDP tier: thunder ddp + a TE executor against torch DDP + eager TE on several ranks, rank-dependent
-inputs, several SGD steps: per rank and step outputs, all-reduced gradients and FP8 state; FP8 state
+"""DDP tier: thunder ddp (and torch DDP around thunderfx) + a TE executor against torch DDP + eager TE on several
+ranks, rank-dependent inputs, several SGD steps: per rank and step outputs, all-reduced gradients and FP8 state; FP8 state
 equal across ranks; gradient accumulation; the backward sync count; fp8 groups smaller than the world.
 """
 
@@ -166,3 +166,12 @@ def test_llama_block_gradient_accumulation_matches_no_sync(executor: str, parity
     spec = PairSpec(executor, "delayed", LLAMA, steps=LLAMA_STEPS, micro_batches=4, strategy="thunder-ddp")
     _assert_ddp_parity(parity.run(spec), parity)
 
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check(checks.DDP_THUNDERFX)
+def test_torch_ddp_around_thunderfx_matches_torch_ddp(executor: str, parity: Pairs) -> None:
+    """torch DDP around a module thunderfx compiles (thunder's benchmark_litgpt ``ddp`` mode with thunderfx): every rank
+    and step against torch DDP + eager TE, the FP8 state equal across ranks, TE holding every linear, and one thunder
+    program compiled (a recompile at a DDP hook starts its FP8 state over)."""
+    spec = PairSpec(executor, "delayed", CASES, steps=3, strategy="thunderfx-ddp", compile_path="thunderfx")
+    _assert_ddp_parity(parity.run(spec), parity)

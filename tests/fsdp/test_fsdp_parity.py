@@ -1,5 +1,6 @@
-"""FSDP tier: thunder fsdp (``thunder.distributed.fsdp``, ZeRO2 and ZeRO3, with and without bucketing) + a TE executor
-against eager TE under a reference that runs where the gate runs, on N ranks with rank-dependent inputs: per rank and
+"""FSDP tier: thunder fsdp (``thunder.distributed.fsdp``, ZeRO2 and ZeRO3, with and without bucketing) and torch FSDP2
+around thunderfx, with and without activation checkpointing, + a TE executor against eager TE under a reference that
+runs where the gate runs, on N ranks with rank-dependent inputs: per rank and
 step the outputs, input gradients, full (gathered) parameter gradients and FP8 state; FP8 state equal across ranks;
 and in thunder's traces one amax update per TE linear and trace (one per state per step) issued in one order with
 FSDP's collectives on every rank (an order that cannot deadlock).
@@ -126,3 +127,35 @@ def test_gradient_accumulation_under_fsdp_matches_the_reference(executor: str, s
     spec = _spec(executor, CASES[:1], SHARDINGS[sharding], None, steps=2, micro_batches=2)
     _assert_fsdp_parity(parity.run(spec), parity)
 
+
+@pytest.mark.parametrize("sharding", list(SHARDINGS))
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check(checks.FSDP2_THUNDERFX, "{sharding}")
+def test_fsdp2_around_thunderfx_matches_the_reference(executor: str, sharding: str, parity: Pairs) -> None:
+    """torch FSDP2 (``fully_shard``) around a module thunderfx compiles, as thunder's benchmark_litgpt ``fsdp2`` mode:
+    TE must hold every linear although FSDP2's parameters are ``DTensor``s, and thunder must compile one program (a
+    recompile at an FSDP2 hook starts its FP8 state over)."""
+    spec = PairSpec(executor, "delayed", CASES, steps=3, strategy="thunderfx-fsdp2", sharding=SHARDINGS[sharding],
+                    compile_path="thunderfx")
+    _assert_fsdp_parity(parity.run(spec), parity)
+
+
+#: variant -> (strategy, its sharding, compile path): thunder fsdp either way, torch FSDP2 around thunderfx.
+CHECKPOINTED = {
+    "zero2": ("thunder-fsdp", "ZERO2", "jit"), "zero3": ("thunder-fsdp", "ZERO3", "jit"),
+    "fsdp2-thunderfx-zero3": ("thunderfx-fsdp2", "ZERO3", "thunderfx"),
+}
+
+
+@pytest.mark.parametrize("variant", list(CHECKPOINTED))
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check(checks.FSDP_ACTIVATION_CHECKPOINTING, "{variant}")
+def test_fsdp_with_activation_checkpointing_matches_the_reference_without(executor: str, variant: str,
+                                                                          parity: Pairs) -> None:
+    """The thunder side's layers before the last linear under ``torch.utils.checkpoint`` (thunder #1424: FSDP + FP8 +
+    checkpointing raised ``KeyError 'scaling_fwd'``), against the reference without checkpointing: every number, one FP8
+    update per state per step (the trace invariants per state), the FP8 state equal across ranks."""
+    strategy, sharding, path = CHECKPOINTED[variant]
+    spec = PairSpec(executor, "delayed", CASES, steps=3, strategy=strategy, sharding=sharding, compile_path=path,
+                    checkpoint=True)
+    _assert_fsdp_parity(parity.run(spec), parity)

@@ -206,6 +206,24 @@ def test_ranks_are_compared_within_their_fp8_group_only() -> None:
     assert {d.split(" case")[0] for d in within.differences} == {"rank 3 vs rank 2"}
 
 
+def test_ranks_may_part_only_where_the_references_ranks_part() -> None:
+    """A model whose ranks part (a recomputation's amaxes recorded after the reduction) says where thunder's may: the
+    other roles are still compared bitwise, and the same parting is reported against a reference whose ranks agree."""
+    parted = _state()
+    parted["0"]["input"]["amax_history"] = torch.tensor((3.0, 1.5, 2.0))
+    model = [[_run()], [_run(state=copy.deepcopy(parted))]]
+    result = Comparison()
+    compare_across_ranks([[_run()], [_run(state=copy.deepcopy(parted))]], result=result, reference=model)
+    assert not result.differences
+    parted["0"]["weight"]["scale"] = torch.tensor(400.0)
+    compare_across_ranks([[_run()], [_run(state=parted)]], result=result, reference=model)
+    assert [d.split(" differs")[0] for d in result.differences] == ["rank 1 vs rank 0 case {} step {} linear 0 weight scale".format(
+        Case(activation=None).label(), step) for step in (0, 1)]
+    agreeing = Comparison()
+    compare_across_ranks([[_run()], [_run(state=parted)]], result=agreeing, reference=[[_run()], [_run()]])
+    assert len(agreeing.differences) == 4
+
+
 @pytest.mark.parametrize(("world", "size", "groups"), [(4, None, [[0, 1, 2, 3]]), (4, 1, [[0], [1], [2], [3]]), (6, 2, [[0, 1], [2, 3], [4, 5]])])
 def test_fp8_groups_tile_the_world(world: int, size: int | None, groups: list[list[int]]) -> None:
     assert fp8_groups(world, size) == groups
@@ -359,9 +377,11 @@ def test_against_a_model_that_runs_every_linear_in_torch_te_must_hold_none_and_i
 
 def test_ranks_must_agree_within_the_specs_fp8_groups_only() -> None:
     """Where each rank is its own fp8 group (the model of a build that reduces no amax across ranks), ranks whose FP8
-    states differ are no difference; where the world is one group they are."""
+    states differ are no difference; where the world is one group they are, unless the reference's ranks part there
+    too (a model's recomputed amaxes)."""
     rank0, rank1 = _run(state=_state(history=(0.0, 1.5, 2.0))), _run(state=_state(history=(0.0, 1.5, 3.0)))
     own_groups = dataclasses.replace(SPEC, fp8_group_size=1)
     assert_parity([[rank0], [rank1]], [[copy.deepcopy(rank0)], [copy.deepcopy(rank1)]], own_groups, "ctx")
+    assert_parity([[rank0], [rank1]], [[copy.deepcopy(rank0)], [copy.deepcopy(rank1)]], SPEC, "ctx")
     with pytest.raises(AssertionError, match="rank 1 vs rank 0"):
-        assert_parity([[rank0], [rank1]], [[copy.deepcopy(rank0)], [copy.deepcopy(rank1)]], SPEC, "ctx")
+        assert_parity([[rank0], [rank0]], [[copy.deepcopy(rank0)], [copy.deepcopy(rank1)]], SPEC, "ctx")

@@ -15,8 +15,7 @@ import pytest
 
 from teparity.records import Case, PairSpec
 from teparity.stack.reasons import FSDP2_GLOO_ONE_GPU, FSDP_ON_GLOO_VARIABLE
-from teparity.stack.since import THUNDERFX_SINCE
-from teparity.strategies import STRATEGIES, Strategy
+from teparity.strategies import STRATEGIES
 
 REPO = Path(__file__).resolve().parents[2]
 RECIPE = (REPO / "docs" / "conventions.md").read_text().split("## Adding a strategy", 1)[1].split("\n## ", 1)[0]
@@ -30,17 +29,33 @@ def test_a_spec_names_one_strategy_and_sets_only_the_options_it_takes() -> None:
         PairSpec("legacy", "delayed", (), strategy="thunder-ddp", sharding="ZERO2", bucketing="LAYER")
     with pytest.raises(ValueError, match="needs sharding in"):
         PairSpec("legacy", "delayed", (), strategy="thunder-fsdp")
+    with pytest.raises(ValueError, match="thunderfx-fsdp2 takes no bucketing"):
+        PairSpec("legacy", "delayed", (), strategy="thunderfx-fsdp2", sharding="ZERO3", bucketing="BLOCK", compile_path="thunderfx")
+    with pytest.raises(ValueError, match="compiles with thunderfx, not jit"):
+        PairSpec("legacy", "delayed", (), strategy="thunderfx-ddp")
     with pytest.raises(ValueError, match="reference 'deepspeed'"):
         PairSpec("legacy", "delayed", (), strategy="thunder-fsdp", sharding="ZERO2", reference="deepspeed")
 
 
 def test_the_world_size_and_the_skip_reason_come_from_the_strategy() -> None:
     assert [STRATEGIES[name].world_size(4) for name in ("one-rank", "thunder-ddp", "thunder-fsdp")] == [1, 4, 4]
-    assert STRATEGIES["one-rank"].absent(1, "0.2.6") is None and STRATEGIES["thunder-ddp"].absent(1, "0.2.6") is None
-    assert "shards over 2+ ranks; world size is 1 (--teparity-world-size)" in STRATEGIES["thunder-fsdp"].absent(1, "0.2.6")
-    later = Strategy("later", "later", "a later strategy", since=THUNDERFX_SINCE)
-    assert later.absent(2, "0.2.0.dev20241201") == "lightning-thunder 0.2.0.dev20241201 predates a later strategy (from 0.2.0.dev20241229)"
-    assert later.absent(2, "0.2.0.dev20241229") is None
+    here = {"backend": "nccl", "gpus": 2}
+    assert STRATEGIES["one-rank"].absent(1, "0.2.6", **here) is None and STRATEGIES["thunder-ddp"].absent(1, "0.2.6", **here) is None
+    assert "shards over 2+ ranks; world size is 1 (--teparity-world-size)" in STRATEGIES["thunder-fsdp"].absent(1, "0.2.6", **here)
+    assert "predates torch DDP around thunderfx (from 0.2.0.dev20241229)" in STRATEGIES["thunderfx-ddp"].absent(2, "0.2.0.dev20241201", **here)
+    assert STRATEGIES["thunderfx-fsdp2"].absent(2, "0.2.0.dev20241229", **here) is None
+
+
+def test_a_strategy_under_fsdp2_is_absent_where_fsdp2_cannot_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch FSDP2 dies of SIGSEGV on gloo ranks sharing a GPU: a strategy whose thunder side it runs skips there (its
+    reference has no choice), and a strategy that only takes FSDP2 as a reference falls back to DDP instead."""
+    monkeypatch.delenv(FSDP_ON_GLOO_VARIABLE, raising=False)
+    fsdp2 = STRATEGIES["thunderfx-fsdp2"]
+    assert fsdp2.absent(2, "0.2.6", backend="gloo", gpus=1) == f"torch FSDP2 (fully_shard) around thunderfx: {FSDP2_GLOO_ONE_GPU}"
+    assert fsdp2.absent(2, "0.2.6", backend="gloo", gpus=0) is None and fsdp2.absent(2, "0.2.6", backend="nccl", gpus=2) is None
+    assert STRATEGIES["thunder-fsdp"].absent(2, "0.2.6", backend="gloo", gpus=1) is None
+    monkeypatch.setenv(FSDP_ON_GLOO_VARIABLE, "1")
+    assert fsdp2.absent(2, "0.2.6", backend="gloo", gpus=1) is None
 
 
 def test_a_sharding_strategy_takes_fsdp2_where_it_runs_and_ddp_where_it_does_not(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -116,7 +131,7 @@ def test_a_toy_strategy_follows_the_recipe_in_three_source_files(package_copy: A
     probe = package_copy.run("-c", (
         "from teparity.records import Case, PairSpec; from teparity.inrank.strategies import builder\n"
         "spec = PairSpec('legacy', 'delayed', (Case(),), strategy='toy-replicated')\n"
-        "print(builder(spec).__module__, spec.parallel.world_size(4), spec.parallel.absent(1, '0.2.6'))"
+        "print(builder(spec).__module__, spec.parallel.world_size(4), spec.parallel.absent(1, '0.2.6', backend='gloo', gpus=0))"
     ))
     assert probe.returncode == 0, probe.stderr[-3000:]
     assert probe.stdout.split("\n")[0] == ("teparity.inrank.strategies.toy_replicated 4 every rank training alone shards over "

@@ -92,7 +92,7 @@ class Pairs:
         strategy = spec.parallel
         world_size = strategy.world_size(self.world_size)
         if reason := (
-            strategy.absent(world_size, self.env.versions.thunder)
+            strategy.absent(world_size, self.env.versions.thunder, backend=self.backend, gpus=len(self.env.gpus))
             or reasons.no_executor(self.env, spec.executor)
             or next(filter(None, (recipes.declined(r, spec.executor, self.env) for r in dict.fromkeys((spec.recipe_id, *spec.recipe_ids_by_step)))), None)
             or feature_reason(spec, self.env.versions.thunder)

@@ -54,9 +54,11 @@ def gather_shard(shard: Any, shape: tuple[int, ...], group: Any = None) -> Any:
     return full[: shape[0]].reshape(shape)
 
 
-def fully_shard_network(network: Any, sharding: str, mesh: Any = None, keep_attributes: bool = False) -> Any:
+def fully_shard_network(network: Any, sharding: str, mesh: Any = None, keep_attributes: bool = False,
+                        per_linear: bool = True) -> Any:
     """torch FSDP2 on every linear and then the root, as TE's own FSDP2 test does
-    (tests/pytorch/distributed/run_fsdp2_model.py): ZERO2 -> ``reshard_after_forward=False``, ZERO3 ->
+    (tests/pytorch/distributed/run_fsdp2_model.py), or on the root alone (``per_linear`` False: one unit, as a one-block
+    model under thunder's benchmark_litgpt ``fsdp2`` mode): ZERO2 -> ``reshard_after_forward=False``, ZERO3 ->
     True. ``keep_attributes``: put back the attributes TE sets on its parameters, which sharding drops."""
     import torch
 
@@ -72,7 +74,7 @@ def fully_shard_network(network: Any, sharding: str, mesh: Any = None, keep_attr
     options: dict[str, Any] = {"reshard_after_forward": reshard}
     if mesh is not None:
         options["mesh"] = mesh
-    for layer in network:
+    for layer in network if per_linear else ():
         if isinstance(layer, torch.nn.Linear) or hasattr(layer, "fp8_meta"):
             fully_shard(layer, **options)
     fully_shard(network, **options)

@@ -84,6 +84,19 @@ def te_twin(plain: torch.nn.Module) -> torch.nn.Module:
     return twin
 
 
+class Whole(torch.nn.Module):
+    """A network behind a module of this file: where Dynamo resumes after a graph break at a distributed wrapper's hook
+    (torch DDP's forward, FSDP2's hooks), it skips a frame of ``torch.nn`` (an ``nn.Sequential``'s forward), so thunder
+    would get no graph; this forward is compiled whole (seen on the CPU: docs/facts.md, "thunder's FSDP")."""
+
+    def __init__(self, inner: torch.nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x)
+
+
 class CheckpointedMLP(torch.nn.Sequential):
     """A ``plain_mlp`` whose layers before the last linear run under ``torch.utils.checkpoint``
     (non-reentrant, as thunder's own TE checkpointing tests): the backward recomputes those linears. The

@@ -201,17 +201,42 @@ def _first_mismatch(expected: torch.Tensor, actual: torch.Tensor) -> str:
 
 
 def compare_across_ranks(
-    runs_by_rank: list[list[CaseRun]], *, result: Comparison, groups: Sequence[Sequence[int]] | None = None
+    runs_by_rank: list[list[CaseRun]], *, result: Comparison, groups: Sequence[Sequence[int]] | None = None,
+    reference: list[list[CaseRun]] | None = None,
 ) -> None:
-    """Within each group of ranks (default: all of them), every rank's FP8 state equals the group's
-    first rank's, bitwise, at every step (the amax reduction over that group happened)."""
+    """Within each group of ranks (default: all of them), every rank's FP8 state equals the group's first rank's,
+    bitwise, at every step (the amax reduction over that group happened). With the ``reference``'s runs by rank, only
+    where the reference's ranks agree: a defect's model whose ranks part (a recomputation's amaxes, recorded after
+    the reduction) says where thunder's may, and the comparison with that model holds each rank there."""
     exact = Tolerance(0.0, 0.0, "identical on every rank of an fp8 group")
     for first, *others in groups or [range(len(runs_by_rank))]:
         for rank in others:
-            for reference, run in zip(runs_by_rank[first], runs_by_rank[rank], strict=True):
-                for step, (s0, s) in enumerate(zip(reference.steps, run.steps, strict=True)):
+            for index, (run0, run) in enumerate(zip(runs_by_rank[first], runs_by_rank[rank], strict=True)):
+                for step, (s0, s) in enumerate(zip(run0.steps, run.steps, strict=True)):
                     where = f"rank {rank} vs rank {first} case {run.case.label()} step {step}"
-                    compare_state(s0.fp8_state, s.fp8_state, exact, exact, where=where, result=result, step=step)
+                    parted = _parted_in(reference, first, rank, index, step) if reference else set()
+                    compare_state(_without(s0.fp8_state, parted), _without(s.fp8_state, parted), exact, exact,
+                                  where=where, result=result, step=step)
+
+
+def _parted_in(runs_by_rank: list[list[CaseRun]], first: int, rank: int, index: int, step: int) -> set[tuple[str, str]]:
+    """The (linear, role) FP8 states in which ``rank`` differs from ``first`` at ``step`` of case ``index``."""
+    import torch
+
+    steps = [runs_by_rank[r][index].steps for r in (first, rank)]
+    if any(len(s) <= step for s in steps):
+        return set()
+    expected, actual = (s[step].fp8_state for s in steps)
+    return {
+        (linear, role)
+        for linear in expected.keys() & actual.keys()
+        for role in expected[linear].keys() & actual[linear].keys()
+        if any(not torch.equal(expected[linear][role][q], actual[linear][role][q]) for q in ("amax_history", "scale"))
+    }
+
+
+def _without(snapshot: Snapshot, parted: set[tuple[str, str]]) -> Snapshot:
+    return {linear: {role: v for role, v in roles.items() if (linear, role) not in parted} for linear, roles in snapshot.items()}
 
 
 def state_is_empty(runs_by_rank: list[list[CaseRun]]) -> bool:

@@ -55,6 +55,9 @@ _MATRIX = "docs/results/h200-matrix-4a18837"
 _COMBINATIONS_RUN_TE29 = "docs/results/h200-te2.9.0-13aaff2-combinations"
 #: The same rows with TE 2.20.2, after the fixes that run led to.
 _COMBINATIONS_RUN_TE220 = "docs/results/h200-te2.20.2-640b276-combinations"
+#: The strategies' first rows (torch DDP and FSDP2 around thunderfx, FSDP + activation checkpointing) on thunder 0.2.2 ..
+#: 0.2.7.dev20260201 with TE 2.9.0, before their failures were registered.
+_STRATEGIES_RUN_TE29 = "docs/results/h200-te2.9.0-8cf5409-strategies"
 
 REGISTRY: tuple[KnownDefect, ...] = (
     KnownDefect(
@@ -475,16 +478,17 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "the backward recomputes it, after the step's update: its FP8 state and gradients part from eager TE's",
         executors=("legacy",),
         signature=signatures.RECOMPUTE_RECORDS_AMAX_AGAIN,
-        checks=(checks.ACTIVATION_CHECKPOINTING,),
+        checks=(checks.ACTIVATION_CHECKPOINTING, checks.FSDP_ACTIVATION_CHECKPOINTING),
         thunder=">=0.2.4,<0.2.7",
         te=">=2.9,<2.10",
         cause="seen, not read in source: the legacy te_linear_N (a TELinear, transformer_engine_v1ex.py) records amaxes in its "
         "fp8_meta; thunder's checkpointing reruns it in the backward after the step's amax update, refilling the cleared slot: "
-        "gradients part from step 0 (the functional executor's own transform avoids it). Run on 0.2.4 .. 0.2.6 with TE 2.9.0; a "
-        "GPU bisect found 0.2.3 .. 0.2.4.dev20250622 raising legacy-executor-miscounts-te-2.9-saved-tensors first",
+        "gradients part from step 0 (the functional executor's own transform avoids it). Under thunder fsdp the refilled slot "
+        "is each rank's own amax, reduced by no one until the next forward: the ranks' pending rows part. Run on 0.2.4 .. 0.2.6 "
+        "with TE 2.9.0; a GPU bisect found 0.2.3 .. 0.2.4.dev20250622 raising legacy-executor-miscounts-te-2.9-saved-tensors first",
         model=models.RECOMPUTE_RECORDS_AMAXES,
         seen=(_FEATURES_RUN_TE29, _FEATURES_RUN_TE29_82BFE86, _VERSIONS_RUN_TE29,
-              f"{_ENTRY_BISECTS_TE29}/ckpt-twice-from"),
+              f"{_ENTRY_BISECTS_TE29}/ckpt-twice-from", _STRATEGIES_RUN_TE29),
     ),
     KnownDefect(
         id="functional-amax-not-reduced-across-ranks",
@@ -493,17 +497,19 @@ REGISTRY: tuple[KnownDefect, ...] = (
         executors=("functional",),
         signature=signatures.RANKS_PART_UNREDUCED,
         checks=(checks.DDP, checks.DDP_FIRST_STEP, checks.DDP_LLAMA, checks.DDP_GRAD_ACCUMULATION, checks.DDP_LLAMA_GRAD_ACCUMULATION,
-                checks.FSDP, checks.FSDP_LLAMA, checks.FSDP_GRAD_ACCUMULATION),
+                checks.FSDP, checks.FSDP_LLAMA, checks.FSDP_GRAD_ACCUMULATION, checks.DDP_THUNDERFX, checks.FSDP2_THUNDERFX,
+                checks.FSDP_ACTIVATION_CHECKPOINTING),
         thunder=">=0.2.3,<=0.2.5.dev20250817",
         te=_SEEN_TE29,
         cause="transformer_engine_v2ex_impl.py (0.2.3, 0.2.4) updates each recipe state from its own amax history, where eager "
         "TE reduces over the fp8_autocast group; thunder PR #2404 added the all-reduce (teparity's mutant "
         "functional-no-cross-rank-reduction removes it). Run on 0.2.3 .. 0.2.5.dev20250817 with TE 2.9.0; a GPU bisect finds "
         "0.2.5.dev20250824 clean, where functional-fp8-group-ignored starts. Every multi-rank FP8 check meets it: the ddp and "
-        "fsdp tiers' on 0.2.3 and 0.2.4 with TE 2.9.0 (docs/results/h200-matrix-4a18837)",
+        "fsdp tiers' on 0.2.3 and 0.2.4 with TE 2.9.0 (docs/results/h200-matrix-4a18837), torch DDP around thunderfx's too "
+        "(docs/results/h200-te2.9.0-8cf5409-strategies)",
         model=models.NO_REDUCTION,
         seen=(_VERSIONS_RUN_TE29, _FEATURES_RUN_TE29_82BFE86, _RELEASES_WEEKLIES_RUN_TE29,
-              _FIX_BISECTS_TE29, _CLEAN_RELEASES_RUN_TE29, _MATRIX),
+              _FIX_BISECTS_TE29, _CLEAN_RELEASES_RUN_TE29, _MATRIX, _STRATEGIES_RUN_TE29),
         bounds=(BisectedBound("thunder", "<=0.2.5.dev20250817", f"{_RANGE_BISECTS_TE29}/unreduced-fix/bisect.json"),),
     ),
     KnownDefect(
@@ -512,7 +518,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "executor's TE linears: the checkpointed region keeps its activations",
         executors=("functional",),
         signature=signatures.CHECKPOINTED_LINEARS_NOT_RECOMPUTED,
-        checks=(checks.ACTIVATION_CHECKPOINTING,),
+        checks=(checks.ACTIVATION_CHECKPOINTING, checks.FSDP_ACTIVATION_CHECKPOINTING),
         thunder=">=0.2.3,<=0.2.5.dev20250629",
         te=_SEEN_TE29,
         cause="seen, not read in source: on 0.2.3 .. 0.2.5.dev20250629 (TE 2.9.0) a checkpointed region's backward has no "
@@ -520,9 +526,9 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "functional-checkpointing-updates-fp8-state-twice; dev20250810 ships the fix "
         "(docs/results/wheels-functional-checkpointing-transform). The fix bisect was cut off, hidden by that defect "
         "(docs/results/h200-te2.9.0-04f6fc3-bisects/ckpt-saves-fix); dev20250629 was a near miss in "
-        "docs/results/h200-te2.9.0-04f6fc3-bisects/twice-from",
+        "docs/results/h200-te2.9.0-04f6fc3-bisects/twice-from. Under thunder fsdp the same (0.2.3, 0.2.4)",
         model=models.SAVED_NOT_RECOMPUTED,
-        seen=(_VERSIONS_RUN_TE29, _FEATURES_RUN_TE29_82BFE86, _CLEAN_RELEASES_RUN_TE29),
+        seen=(_VERSIONS_RUN_TE29, _FEATURES_RUN_TE29_82BFE86, _CLEAN_RELEASES_RUN_TE29, _STRATEGIES_RUN_TE29),
     ),
     KnownDefect(
         id="functional-thunderfx-checkpointing-backward-unbound",
@@ -530,7 +536,7 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "backward reads a forward tensor (a TE linear's output, an activation's input) that it never computes",
         executors=("functional",),
         signature=signatures.RECOMPUTE_READS_AN_UNBOUND_FORWARD_TENSOR,
-        checks=(checks.ACTIVATION_CHECKPOINTING,),
+        checks=(checks.ACTIVATION_CHECKPOINTING, checks.FSDP_ACTIVATION_CHECKPOINTING),
         thunder=">=0.2.3,<=0.2.5.dev20250629",
         te=_SEEN_TE29,
         cause="seen, not read in source: thunder.backward_fn passes te_functional_linear_bwd a forward tensor (t29 on 0.2.3) "
@@ -538,9 +544,9 @@ REGISTRY: tuple[KnownDefect, ...] = (
         "transform before dev20250810 (docs/results/wheels-functional-checkpointing-transform). The fix bisect was cut off "
         "(docs/results/h200-te2.9.0-04f6fc3-bisects/thunderfx-fix): dev20250810 clean, dev20250706 .. dev20250803 hidden by "
         "functional-checkpointing-updates-fp8-state-twice; 0.2.5.dev20250629 near-missed (docs/results/h200-te2.9.0-db1ecfc), "
-        "ending the range",
+        "ending the range. Under torch FSDP2 the same error, on gloo ranks sharing a GPU before FSDP2's crash there (0.2.3, 0.2.4)",
         seen=(_VERSIONS_RUN_TE29, _FEATURES_RUN_TE29_82BFE86, _RELEASES_RUN_TE29,
-              _CLEAN_RELEASES_RUN_TE29, _WEEKLIES_RUN_TE29),
+              _CLEAN_RELEASES_RUN_TE29, _WEEKLIES_RUN_TE29, _STRATEGIES_RUN_TE29),
     ),
     KnownDefect(
         id="functional-jit-checkpointing-backward-unbound",

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
-from teparity.mutations import distributed, functional, legacy, module, patching
+from teparity.mutations import distributed, functional, legacy, module, patching, thunderfx
 from teparity.stack.reasons import mutation_inapplicable
 
 if TYPE_CHECKING:
@@ -75,8 +75,8 @@ CATALOG: dict[str, Mutation] = {
             f"the legacy executor's forward scales off by a factor {patching.PERTURBATION} after every backward sync",
             "legacy-te",
             legacy.perturb_scale,
-            killed_by=("numerics[delayed]", "ddp-first-step"),
-            kill_note="`ddp-first-step`: FP8 state, bitwise",
+            killed_by=("numerics[delayed]", "ddp-first-step", "fsdp-activation-checkpointing[zero2]"),
+            kill_note="`ddp-first-step`: FP8 state, bitwise; `fsdp-activation-checkpointing`: against its model on 0.2.4 .. 0.2.6",
         ),
         Mutation(
             "functional-scale-perturbed",
@@ -99,7 +99,7 @@ CATALOG: dict[str, Mutation] = {
             "the functional amax update without its cross-rank all-reduce (before thunder PR #2404)",
             "functional-te",
             functional.no_cross_rank_reduction,
-            killed_by=("ddp-first-step",),
+            killed_by=("ddp-first-step", "ddp-thunderfx"),
             kill_note="FP8 state across ranks",
         ),
         Mutation(
@@ -208,7 +208,7 @@ CATALOG: dict[str, Mutation] = {
             "state again in the backward (twice per step)",
             "functional-checkpointing",
             functional.checkpointing_transform_skipped,
-            killed_by=("activation-checkpointing[jit-delayed]",),
+            killed_by=("activation-checkpointing[jit-delayed]", "fsdp-activation-checkpointing[zero3]"),
             kill_note="one update per FP8 state",
         ),
         Mutation(
@@ -271,6 +271,15 @@ CATALOG: dict[str, Mutation] = {
             module.frozen_parameters_trained,
             killed_by=("frozen-base-adapter",),
             kill_note="the gradients of the trained parameters only, on both sides",
+        ),
+        Mutation(
+            "thunderfx-recompiles-every-call",
+            "every thunder program thunderfx makes of a Dynamo graph compiled again at each call (a Dynamo recompile at a "
+            "distributed wrapper's hook, each step): every FP8 state starts over",
+            "te",
+            thunderfx.recompiles_every_call,
+            killed_by=("ddp-thunderfx",),
+            kill_note="FP8 state against torch DDP + eager TE from step 1",
         ),
         Mutation(
             "checker-declines",

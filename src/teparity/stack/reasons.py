@@ -200,9 +200,9 @@ FSDP_ON_GLOO_VARIABLE = "TEPARITY_FSDP_ON_GLOO"
 #: Measured on one H200 (docs/results/h200-te2.9.0-65ae0b1-features, fsdp-gloo.*): every
 #: collective the tier needs ran on gloo with CUDA tensors, and still torch FSDP2 did not get through its first step.
 FSDP2_GLOO_ONE_GPU = (
-    "torch FSDP2 (fully_shard over te.Linear) on gloo ranks sharing one GPU dies of SIGSEGV in its first step (rank 0, "
-    "in DTensor.full_tensor; torch 2.11.0+cu130, TE 2.9.0), although every collective it needs runs there on CUDA "
-    f"tensors ({FSDP_ON_GLOO_VARIABLE}=1 takes FSDP2 anyway)"
+    "torch FSDP2 on gloo ranks sharing one GPU dies of SIGSEGV in its first step (over te.Linear in DTensor.full_tensor, "
+    "around thunderfx in its all-gather custom op; torch 2.11.0+cu130, TE 2.9.0), although every collective it needs "
+    f"runs there on CUDA tensors ({FSDP_ON_GLOO_VARIABLE}=1 takes FSDP2 anyway)"
 )
 
 

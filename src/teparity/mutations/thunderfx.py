@@ -1,0 +1,28 @@
+"""Patches of thunderfx, thunder's Dynamo backend (``thunder.dynamo.ThunderCompiler``): how often the programs it hands
+to thunder are compiled."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def recompiles_every_call() -> None:
+    """Each thunder program of a Dynamo graph (``thunder.jit`` of a ``torch.fx.GraphModule``) forgets its cache after
+    every call, so that every call compiles it again, as a Dynamo recompile at each step would (a guard on a
+    distributed wrapper's hook that never holds): every FP8 state starts over each step. ``thunder.jit`` of a module
+    of the user's own (the jit compile path) is untouched."""
+    import thunder
+    import thunder.dynamo.compiler as compiler
+    import torch
+
+    real = thunder.jit
+
+    def jit(fn: Any, /, *args: Any, **options: Any) -> Any:
+        compiled = real(fn, *args, **options)
+        if isinstance(fn, torch.fx.GraphModule):  # a ThunderModule, which the split graph holds as its submodule
+            compiled.register_forward_pre_hook(lambda module, inputs: thunder.compile_stats(module).interpreter_cache.clear())
+        return compiled
+
+    thunder.jit = jit
+    if hasattr(compiler, "jit"):  # a build that imports it at module level
+        compiler.jit = jit
