@@ -66,6 +66,7 @@ GPU_ONLY = {
     "state-dict-initial-weights",
     "recompile-carries-another-state",
     "frozen-parameters-trained",
+    "thunderfx-recompiles-every-call",
 }
 
 
