@@ -12,7 +12,6 @@ def recompiles_every_call() -> None:
     distributed wrapper's hook that never holds): every FP8 state starts over each step. ``thunder.jit`` of a module
     of the user's own (the jit compile path) is untouched."""
     import thunder
-    import thunder.dynamo.compiler as compiler
     import torch
 
     real = thunder.jit
@@ -23,6 +22,4 @@ def recompiles_every_call() -> None:
             compiled.register_forward_pre_hook(lambda module, inputs: thunder.compile_stats(module).interpreter_cache.clear())
         return compiled
 
-    thunder.jit = jit
-    if hasattr(compiler, "jit"):  # a build that imports it at module level
-        compiler.jit = jit
+    thunder.jit = jit  # ThunderCompiler imports it at each call (``from thunder import jit``, 0.2.2 .. 0.2.7 dev builds)
