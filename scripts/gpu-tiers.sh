@@ -13,7 +13,6 @@
 #   repeat-N     python -m teparity repeat N over the gate (OUT/NAME.json: repeat.json; OUT/NAME-runs.tgz:
 #                every run's report and log)
 #   kill-matrix  python -m teparity kill-matrix --targeted over the GPU kill targets (args: kill-matrix options)
-#   fp32-bias-probe  scripts/fp32_bias_probe.py: the cause of known defect functional-fp32-bias-in-fp8-gemm
 # Writes OUT/NAME.json (parity report; kill-matrix: OUT/kill-matrix-reports.tgz), OUT/NAME.log and
 # OUT/NAME.install.log (the versions that import), so that parts can run side by side.
 # env: NAME (output basename, default PART); SITE (a folder with TE and thunder installed, put first on
@@ -55,7 +54,6 @@ case $PART in
     # shellcheck disable=SC2086
     python3 -m teparity kill-matrix $targets --targeted --workdir "$work" "$@"
     status=$?; (cd "$work" && tar czf "$OUT/kill-matrix-reports.tgz" ./*.json); exit $status ;;
-  fp32-bias-probe) python3 scripts/fp32_bias_probe.py "$OUT/$NAME.json" ;;
   *) echo "unknown part $PART" >&2; exit 2 ;;
 esac
 } 2>&1 | tee "$OUT/$NAME.log"

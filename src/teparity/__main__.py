@@ -48,7 +48,7 @@ def _run(args: argparse.Namespace, after: list[str], own: dict[str, argparse.Arg
     if command == "summary":
         return reports.summary(args.report, args.exit_status, args.failed_step)
     if command == "diff":
-        return reports.diff(args.before, args.after)
+        return reports.diff(args.before, args.after, numbers=args.numbers)
     if command == "matrix":
         return reports.matrix(args.reports, args.output, args.along)
     if command == "durations":
@@ -65,7 +65,7 @@ def _run(args: argparse.Namespace, after: list[str], own: dict[str, argparse.Arg
         return runs.serve_command(after, args.workdir, args.standby_ranks)
     if command == "run-matrix":
         return runs.run_matrix_command(args.matrix, args.te, args.thunder, args.list, after, args.wheels, args.te_site,
-                                       args.workdir, args.jobs, args.timeout_s)
+                                       args.workdir, args.jobs, args.timeout_s, cpu=args.cpu)
     return runs.bisect_command(args.package, args.good, args.bad, after, args.wheels, args.workdir, args.entry)
 
 

@@ -37,7 +37,7 @@ def _check(name: str, **properties: object) -> str:
     return name
 
 
-# -- trace tier: the legacy executor's backward FP8 sync, thunder's DDP and FSDP transforms ---------------
+# -- trace tier: the legacy executor's backward FP8 sync, thunder's DDP and FSDP transforms, thunderfx --------
 BWD_SYNC_PLACEMENT = _check("bwd-sync-placement", column="backward sync")
 BWD_SYNC_RUNS_ONCE = _check("bwd-sync-runs-once", column="backward sync")
 FWD_HAS_NO_SYNC = _check("fwd-has-no-sync", column="backward sync")
@@ -45,6 +45,7 @@ TE_CLAIMS_EVERY_LINEAR = _check("te-claims-every-linear", runs_te=True, column="
 TE_TRACE_INVARIANTS = _check("te-trace-invariants", runs_te=True, column="trace invariants")
 DDP_TRANSFORM = _check("ddp-transform-matches-torch-ddp", column="ddp transform")
 FSDP_TRANSFORM = _check("fsdp-transform-matches-torch-fsdp")
+THUNDERFX_TRANSFORM = _check("thunderfx-matches-torch")
 # -- numerics tier -----------------------------------------------------------------------------------------
 NUMERICS = _check("numerics", runs_te=True, column="numerics")
 NUMERICS_FP32_BIAS = _check("numerics-fp32-bias", runs_te=True, column="fp32 + bias")

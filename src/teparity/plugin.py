@@ -73,6 +73,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--teparity-report", metavar="PATH", help="write the parity report as JSON to PATH")
     group.addoption(
+        "--teparity-base", metavar="BASE.json", type=_base_report, default=None,
+        help="judge the change against the parity report of its base (the build a PR branched from): a test red here "
+        "and red the same way there is already red on the base, an XPASS of a test known there is fixed by this "
+        "change; only other reds turn the run red",
+    )
+    group.addoption(
         ALLOW_NO_THUNDER, action="store_true",
         help="run where lightning-thunder is not installed: every check skips and the run can be green (default: "
         "such a run stops at start-up, red, as it could test nothing)",
@@ -88,6 +94,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "parametrization of a check, CHECK its row or every parametrization, CHECK[PARAMETERS] that row "
         "(what a mutation's killed_by names: python -m teparity kill-matrix --targeted)",
     )
+
+
+def _base_report(text: str) -> str:
+    """``--teparity-base``: a file that is no parity report is a usage error that says why."""
+    from teparity.gate.report import read_report
+
+    from teparity.gate.report import NotAReport
+
+    try:
+        read_report(text)
+    except NotAReport as error:
+        raise argparse.ArgumentTypeError(f"{text}: {error}") from None
+    return text
 
 
 def _row_patterns(text: str) -> tuple[str, ...]:

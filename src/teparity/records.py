@@ -169,8 +169,8 @@ class PairSpec:
     #: eager TE runs the network without it, the numbers checkpointing must not change.
     checkpoint: bool = _feature(False, lambda on: "activation checkpointing of every layer but the last" if on else None)
     #: How the thunder side is compiled: "jit" (``thunder.jit``) or "thunderfx" (``thunder.dynamo.thunderfx``:
-    #: torch.compile with thunder as its backend).
-    compile_path: str = _feature("jit", lambda path: f"compiled with {path}" if path != "jit" else None)
+    #: torch.compile with thunder as its backend); None: its strategy's (``Strategy.compile_path``), else "jit".
+    compile_path: str = _feature(None, lambda path: f"compiled with {path}" if path != "jit" else None)
     #: Recipe ids used in turn, one per step (cycled); empty: ``recipe_id`` at every step. Each id's
     #: recipe object is built once per side, so a later step goes back to the same object.
     recipe_ids_by_step: tuple[str, ...] = _feature((), lambda ids: f"recipes in turn by step {list(ids)}" if ids else None)
@@ -201,6 +201,8 @@ class PairSpec:
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {self.strategy!r}: one of {list(STRATEGIES)}")
+        if self.compile_path is None:  # the strategy's, stated there once
+            object.__setattr__(self, "compile_path", self.parallel.compile_path or "jit")
         self.parallel.validate(self)
 
     @property
@@ -340,3 +342,7 @@ class DdpTransformRun:
     #: Thunder side: the distributed symbols of the last backward execution trace, in order
     #: (``torch_*_prim_impl``: all-reduce, wait, and with gradient bucketing pack, unpack, bucket views).
     backward_collectives: tuple[str, ...] = ()
+    #: thunderfx's side: the thunder programs it made of the network, and their compilations after each step (None
+    #: where the build does not say).
+    programs: int | None = None
+    compiles_by_step: tuple[int | None, ...] = ()

@@ -45,7 +45,8 @@ class Strategy:
     thunder_ddp: bool = False
     #: Its thunder side runs under torch FSDP2, which cannot run where ``fsdp_backend_unfit`` says why: it is absent there.
     fsdp2: bool = False
-    #: The compile path its thunder side is (``PairSpec.compile_path``), or None: the spec's own.
+    #: The compile path its thunder side is, which a spec of it takes (``PairSpec.compile_path``), or None: the spec's
+    #: own (``thunder.jit`` where it names none).
     compile_path: str | None = None
     #: The first thunder build that has it, or None: every build the gate runs.
     since: Version | None = None
@@ -70,6 +71,11 @@ class Strategy:
             return None
         return "ddp" if fsdp_backend_unfit(backend, gpus) else "fsdp2"
 
+    def sharded_reference(self, spec: Any) -> str | None:
+        """The eager reference of a spec of it that shards (``REFERENCES``): the spec's choice, or FSDP2 where FSDP2 runs
+        the thunder side (and so runs here); None where it does not shard."""
+        return spec.reference or ("fsdp2" if self.fsdp2 else None)
+
     def validate(self, spec: Any) -> None:
         """Raise ``ValueError`` where ``spec`` sets an option this strategy does not take, or misses one it needs."""
         if given := [option for option in OPTIONS if getattr(spec, option) is not None and option not in self.options]:
@@ -79,7 +85,8 @@ class Strategy:
         if spec.reference is not None and spec.reference not in REFERENCES:
             raise ValueError(f"strategy {self.name}: reference {spec.reference!r} is not one of {list(REFERENCES)}")
         if self.compile_path is not None and spec.compile_path != self.compile_path:
-            raise ValueError(f"strategy {self.name} compiles with {self.compile_path}, not {spec.compile_path}")
+            raise ValueError(f"strategy {self.name} compiles with {self.compile_path}, not {spec.compile_path} (a spec "
+                             "that names no compile path takes its strategy's)")
 
     def eager_spec(self, spec: Any) -> Any:
         """The eager side's spec: what it never reads set aside (thunder's bucketing; a DDP reference's sharding), so
@@ -99,6 +106,6 @@ STRATEGIES: dict[str, Strategy] = {
         Strategy("thunderfx-ddp", "thunderfx_ddp", "torch DDP around thunderfx", compile_path="thunderfx",
                  since=since.THUNDERFX_SINCE),
         Strategy("thunderfx-fsdp2", "thunderfx_fsdp2", "torch FSDP2 (fully_shard) around thunderfx", min_ranks=2,
-                 options=("sharding", "reference"), fsdp2=True, compile_path="thunderfx", since=since.THUNDERFX_SINCE),
+                 options=("sharding",), fsdp2=True, compile_path="thunderfx", since=since.THUNDERFX_SINCE),
     )
 }

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from teparity import checks
 from teparity.gate.pairs import Pairs
-from teparity.gate.ranks import RankRunner
+from teparity.gate.ranks import RankRunner, StrategyRanks
 from teparity.inrank.fsdp_transform import FsdpTransformSpec, fsdp_transform_run
 from teparity.inrank.scenarios import DdpTransformSpec, LegacySyncRun, LegacySyncSpec, ddp_transform_run, legacy_sync_run
 from teparity.inrank.sides import run_thunder
+from teparity.inrank.thunderfx_transform import ThunderfxSpec, thunderfx_run
 from teparity.judge.compare import Comparison, compare_across_ranks, compare_ddp_runs, state_is_empty
 from teparity.judge.failures import ReducedOutsideTheGroup, SilentFallback, SyncCountWrong, raise_if_ranks_raised
 from teparity.judge.fsdp_order import order_differences, placement
@@ -34,10 +35,10 @@ from teparity.strategies import REFERENCES
 
 __all__ = [
     "FP32_AGAINST_TORCH", "Case", "Comparison", "DdpTransformRun", "DdpTransformSpec", "FsdpTransformSpec", "LegacySyncRun",
-    "LegacySyncSpec", "Pair", "PairSpec", "Pairs", "REFERENCES", "RankRunner", "ReducedOutsideTheGroup", "SilentFallback", "SyncCountWrong",
+    "LegacySyncSpec", "Pair", "PairSpec", "Pairs", "REFERENCES", "RankRunner", "ReducedOutsideTheGroup", "SilentFallback", "StrategyRanks", "SyncCountWrong", "ThunderfxSpec",
     "assert_no_violations", "assert_te_as_the_reference", "assert_te_claimed", "check_backward_sync", "check_no_forward_sync",
     "checks", "compare_across_ranks", "compare_ddp_runs", "compare_sides", "compiled_entries", "ddp_transform_run",
     "fp8_groups", "fsdp_transform_run", "fused_update_deviation", "left_out", "legacy_sync_run", "order_differences",
     "placement", "raise_if_ranks_raised", "raise_if_thunder_raised", "reasons", "recipes", "run_thunder",
-    "state_is_empty", "steps_compared_with_eager", "sync_counts", "trace_violations",
+    "state_is_empty", "steps_compared_with_eager", "sync_counts", "thunderfx_run", "trace_violations",
 ]

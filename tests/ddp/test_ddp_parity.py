@@ -173,5 +173,5 @@ def test_torch_ddp_around_thunderfx_matches_torch_ddp(executor: str, parity: Pai
     """torch DDP around a module thunderfx compiles (thunder's benchmark_litgpt ``ddp`` mode with thunderfx): every rank
     and step against torch DDP + eager TE, the FP8 state equal across ranks, TE holding every linear, and one thunder
     program compiled (a recompile at a DDP hook starts its FP8 state over)."""
-    spec = PairSpec(executor, "delayed", CASES, steps=3, strategy="thunderfx-ddp", compile_path="thunderfx")
+    spec = PairSpec(executor, "delayed", CASES, steps=3, strategy="thunderfx-ddp")
     _assert_ddp_parity(parity.run(spec), parity)

@@ -70,7 +70,7 @@ def _assert_fsdp_parity(pair: Pair, parity: Pairs) -> None:
     """Every check of the numerics tier, the legacy sync once per backward, one order of collectives on every rank."""
     __tracebackhide__ = True
     spec, world_size = pair.spec, pair.world_size
-    ctx = f"{parity.context(pair)}; {_strategy(spec)} against {REFERENCES[spec.reference]}"
+    ctx = f"{parity.context(pair)}; {_strategy(spec)} against {REFERENCES[spec.parallel.sharded_reference(spec)]}"
 
     def verdict(judged: Pair) -> Comparison:
         """The pair against its reference, then what thunder alone must hold (TE's syncs where TE runs)."""
@@ -88,7 +88,7 @@ def _assert_fsdp_parity(pair: Pair, parity: Pairs) -> None:
     shape = f"{len(spec.cases)} cases x {spec.steps} steps x {spec.micro_batches} micro-batch(es)"
     if (compared := steps_compared_with_eager(spec, world_size)) < spec.steps:
         shape += f", compared with eager TE at the first {compared} step(s) (3+ ranks reduce in another order)"
-    parity.evidence(f"{world_size} ranks ({pair.backend}), {_strategy(spec)}, against {REFERENCES[spec.reference]}, {shape}: {result.summary()}; one order of collectives on every "
+    parity.evidence(f"{world_size} ranks ({pair.backend}), {_strategy(spec)}, against {REFERENCES[spec.parallel.sharded_reference(spec)]}, {shape}: {result.summary()}; one order of collectives on every "
                     f"rank, rank 0's {placement(pair.thunder)}{fused_update_deviation(pair)}")
 
 
@@ -135,17 +135,15 @@ def test_fsdp2_around_thunderfx_matches_the_reference(executor: str, sharding: s
     """torch FSDP2 (``fully_shard``) around a module thunderfx compiles, as thunder's benchmark_litgpt ``fsdp2`` mode:
     TE must hold every linear although FSDP2's parameters are ``DTensor``s, and thunder must compile one program (a
     recompile at an FSDP2 hook starts its FP8 state over)."""
-    spec = PairSpec(executor, "delayed", CASES, steps=3, strategy="thunderfx-fsdp2", sharding=SHARDINGS[sharding],
-                    compile_path="thunderfx")
+    spec = PairSpec(executor, "delayed", CASES, steps=3, strategy="thunderfx-fsdp2", sharding=SHARDINGS[sharding])
     _assert_fsdp_parity(parity.run(spec), parity)
 
 
-#: variant -> (strategy, its sharding, compile path): thunder fsdp either way, torch FSDP2 around thunderfx.
+#: variant -> (strategy, its sharding): thunder fsdp either way, torch FSDP2 around thunderfx.
 #: Its cases: the one whose region recomputes a linear first (the registry's signatures read rank 0's first case; the
 #: other's region is one linear that thunder.jit saves).
 CHECKPOINTED = {
-    "zero2": ("thunder-fsdp", "ZERO2", "jit"), "zero3": ("thunder-fsdp", "ZERO3", "jit"),
-    "fsdp2-thunderfx-zero3": ("thunderfx-fsdp2", "ZERO3", "thunderfx"),
+    "zero2": ("thunder-fsdp", "ZERO2"), "zero3": ("thunder-fsdp", "ZERO3"), "fsdp2-thunderfx-zero3": ("thunderfx-fsdp2", "ZERO3"),
 }
 
 
@@ -157,7 +155,6 @@ def test_fsdp_with_activation_checkpointing_matches_the_reference_without(execut
     """The thunder side's layers before the last linear under ``torch.utils.checkpoint`` (thunder #1424: FSDP + FP8 +
     checkpointing raised ``KeyError 'scaling_fwd'``), against the reference without checkpointing: every number, one FP8
     update per state per step (the trace invariants per state), the FP8 state equal across ranks."""
-    strategy, sharding, path = CHECKPOINTED[variant]
-    spec = PairSpec(executor, "delayed", CASES[::-1], steps=3, strategy=strategy, sharding=sharding, compile_path=path,
-                    checkpoint=True)
+    strategy, sharding = CHECKPOINTED[variant]
+    spec = PairSpec(executor, "delayed", CASES[::-1], steps=3, strategy=strategy, sharding=sharding, checkpoint=True)
     _assert_fsdp_parity(parity.run(spec), parity)

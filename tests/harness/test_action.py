@@ -123,6 +123,22 @@ def test_the_action_runs_the_gate_writes_its_summary_and_exits_with_its_status(
         assert "2.bias: Tensor-likes are not close" in run.summary, run.summary
 
 
+def test_given_the_bases_report_the_action_is_green_where_only_the_base_is_red_and_its_summary_opens_with_that(
+    tmp_path: Path, venv_without: Callable[..., Path]
+) -> None:
+    python, args = str(venv_without()), "-p no:xdist tests/trace/test_ddp_transform.py --teparity-inject=ddp-gradient-not-reduced"
+    for run_dir in ("base", "change"):
+        (tmp_path / run_dir).mkdir()
+    base = _run({"python": python, "pytest-args": args}, tmp_path / "base")
+    assert base.status == 1, base.ran
+    run = _run({"python": python, "pytest-args": args, "base-report": str(base.workspace / "teparity-report.json")},
+               tmp_path / "change")
+    assert run.status == 0, (run.ran, run.summary)
+    assert run.summary.startswith("## teparity: GREEN (exit 0): 1 FAIL, 0 XPASS; against the base "), run.summary
+    assert "**What this change did**" in run.summary and "0 red by this change, 1 already red on the base" in run.summary
+    assert "- already red on the base: FAIL tests/trace/test_ddp_transform.py::" in run.summary, run.summary
+
+
 def test_a_gate_that_wrote_no_report_is_red_in_the_summary_too(tmp_path: Path, venv_without: Callable[..., Path]) -> None:
     run = _run({"python": str(venv_without()), "pytest-args": "--teparity-timeout=0"}, tmp_path)
     assert run.status == 4 and run.summary.startswith("## teparity: RED (exit 4, usage error): no parity report"), run.summary
@@ -253,7 +269,7 @@ def test_actionlint_passes_the_action_steps_as_a_workflow(tmp_path: Path) -> Non
 def test_actionlint_is_the_checker_that_fails_a_broken_workflow(tmp_path: Path) -> None:
     """The lint tests could pass on a checker that checks nothing: here it must refuse an input action.yml does not
     declare and an unquoted expansion in a script (shellcheck's SC2086)."""
-    broken = _readme_workflow().replace("world-size:", "world-siz:") + "      - run: cd $GITHUB_WORKSPACE/x\n"
+    broken = _readme_workflow().replace("base-report:", "base-repor:") + "      - run: cd $GITHUB_WORKSPACE/x\n"
     linted = _actionlint(tmp_path, {"broken.yml": broken})
-    assert linted.returncode == 1 and 'input "world-siz" is not defined in action' in linted.stdout, linted.stdout
+    assert linted.returncode == 1 and 'input "base-repor" is not defined in action' in linted.stdout, linted.stdout
     assert "SC2086" in linted.stdout and "[shellcheck]" in linted.stdout, linted.stdout

@@ -60,7 +60,7 @@ def test_a_snapshot_after_a_cache_hit_reads_the_backward_of_the_entry_that_ran(m
     """thunder's ``last_backward_traces`` stay the entry compiled last after a hit of an older entry: the backward of
     the entry whose computation traces are ``last_traces`` is the one that ran (checked against the stale one)."""
     thunder = pytest.importorskip("thunder")
-    from teparity.inrank import sides
+    from teparity.inrank import recording
 
     first = types.SimpleNamespace(computation_traces=["fwd A"], backward_traces=["bwd A"])
     second = types.SimpleNamespace(computation_traces=["fwd B"], backward_traces=["bwd B"])
@@ -68,6 +68,6 @@ def test_a_snapshot_after_a_cache_hit_reads_the_backward_of_the_entry_that_ran(m
     monkeypatch.setattr(thunder, "compile_stats", lambda fn: stats)
     monkeypatch.setattr(thunder, "last_traces", lambda fn: first.computation_traces)
     monkeypatch.setattr(thunder, "last_backward_traces", lambda fn: second.backward_traces)  # stale: B compiled last
-    assert sides._executed_backward_traces(object()) == ["bwd A"]
+    assert recording.executed_backward_traces(object()) == ["bwd A"]
     monkeypatch.setattr(thunder, "compile_stats", lambda fn: None)  # no cache to search: thunder's own answer
-    assert sides._executed_backward_traces(object()) == ["bwd B"]
+    assert recording.executed_backward_traces(object()) == ["bwd B"]

@@ -315,7 +315,9 @@ def test_each_side_runs_once_per_process_and_the_eager_reference_serves_both_exe
     env = Environment(versions=Versions(torch="2.11.0", thunder="0.2.6", transformer_engine="2.9.0"), gpus=(),
                       executors={kind: ExecutorInfo(kind, "m", "a", executor_present=True) for kind in ("legacy", "functional")},
                       te_import_error=None, thunder_import_error=None)
-    parity = pairs.Pairs(env, Runner(), "gloo", lambda summary: None)
+    from teparity.gate.ranks import StrategyRanks
+
+    parity = pairs.Pairs(env, StrategyRanks(Runner(), 2, "gloo", env), "gloo", lambda summary: None)
     spec = PairSpec("legacy", "delayed", (Case(activation=None),), steps=2)
     legacy = parity.run(spec, measure_fused=True)
     functional = parity.run(dataclasses.replace(spec, executor="functional"), measure_fused=True)

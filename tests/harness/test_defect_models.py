@@ -198,7 +198,7 @@ def test_the_recomputed_region_is_what_the_compile_path_recomputes(monkeypatch: 
     from teparity.inrank.networks import plain_mlp
     from teparity.stack import versions
 
-    monkeypatch.setattr(versions, "installed_version", lambda name: thunder)
+    monkeypatch.setattr(versions, "build_version", lambda name: thunder)
     monkeypatch.setattr(defect_models, "te_twin", copy.deepcopy)  # CPU: the layers as torch modules
     plain = plain_mlp((48, 64, 32, 16), seed=0, device="cpu", dtype=torch.float32, bias=False, activation=activation)
     model = defect_models.eager_model(defect_models.RECOMPUTED_UNDER_FP8, plain, executor="legacy",
@@ -276,7 +276,7 @@ def test_a_model_of_the_llama_block_computes_silu_as_the_installed_thunder_does(
     from teparity.inrank import defect_models, networks
     from teparity.stack import versions
 
-    monkeypatch.setattr(versions, "installed_version", lambda name: thunder)
+    monkeypatch.setattr(versions, "build_version", lambda name: thunder)
     block = networks.llama_block((64, 128, 64), seed=0)
     defect_models.eager_model(TORCH_LINEARS, block, executor="functional")
     assert (block.silu is defect_models.thunder_silu) == theirs
@@ -301,13 +301,13 @@ def test_each_thunderfx_case_is_compiled_as_its_own_program() -> None:
     """A second case of another shape through thunderfx compiles with static sizes, as the case would alone: without a
     Dynamo reset the same forward recompiles with symbolic sizes (SymInt inputs), where thunder up to
     0.2.3.dev20250518 loses a checkpointed region's gradients."""
-    from teparity.inrank import networks, sides
+    from teparity.inrank import networks, program
     from teparity.records import Case, PairSpec
 
     spec = PairSpec("functional", "delayed", (Case(activation=None),), steps=1, compile_path="thunderfx", checkpoint=True)
 
     def inputs_of_a_compile(sizes: tuple[int, ...], activation: str | None, lead: tuple[int, ...]) -> list[str]:
-        compiled = sides.compile_thunder(networks.CheckpointedMLP(*networks.plain_mlp(sizes, activation=activation)), {}, spec)
+        compiled = program.compile_thunder(networks.CheckpointedMLP(*networks.plain_mlp(sizes, activation=activation)), {}, spec)
         compiled(torch.randn(*lead, sizes[0], requires_grad=True)).sum().backward()
         return [type(node.meta.get("example_value")).__name__ for info in compiled._backend.subgraph_infos
                 for node in info.original_graph_module.graph.nodes if node.op == "placeholder"]
@@ -320,7 +320,7 @@ def test_defects_that_cover_one_test_together_are_modeled_together() -> None:
     """Two FP8-state defects in one test (0.2.3's functional executor under grad accumulation: no cross-rank reduction and
     a state per cache entry) make one model with both changes; a model where torch runs every linear stands alone; two
     models that change one field apart are a registry error."""
-    from teparity.gate.fixtures import modeling
+    from teparity.known.defect import modeling
     from teparity.known import models
     from teparity.known.defect import combined
 

@@ -21,12 +21,17 @@ REPO = Path(__file__).resolve().parents[2]
 THUNDER_BUILDS = ["0.2.2", "0.2.3", "0.2.4", "0.2.5", "0.2.6", "0.2.7.dev20251130", "0.2.7.dev20260201"]
 
 
-def test_the_repository_declares_the_sixteen_stacks() -> None:
+def test_the_repository_declares_sixteen_gpu_stacks_and_the_cpu_ones_of_three_torches() -> None:
     stacks = declared.read()
+    gpu = [s for s in stacks if s.te is not None]
     expected = {("2.9.0", b) for b in THUNDER_BUILDS} | {("2.20.2", b) for b in THUNDER_BUILDS} | {
         ("2.12.0", "0.2.6"), ("2.12.0", "0.2.7.dev20260201")}
-    assert {(s.te, s.thunder) for s in stacks} == expected
-    assert len(stacks) == 16 and {s.torch for s in stacks} == {"2.11.0"}
+    assert {(s.te, s.thunder) for s in gpu} == expected
+    assert len(gpu) == 16 and {s.torch for s in gpu} == {"2.11.0"}
+    cpu = {(s.torch, s.thunder) for s in stacks if s.te is None}
+    assert cpu == {(t, b) for t in ("2.11.0", "2.12.1") for b in ("0.2.1", *THUNDER_BUILDS)} | {
+        ("2.4.1", "0.2.0.dev20240707"), ("2.4.1", "0.2.0.dev20240728")}
+    assert Stack("2.12.1", None, "0.2.6").name == "cpu-torch2.12.1-th0.2.6"
     assert declared.DEFAULT == REPO / "matrix.toml"
 
 
@@ -75,6 +80,25 @@ def test_run_matrix_lists_the_selected_stacks() -> None:
     assert run.returncode == 0, run
     assert run.stdout.splitlines() == ["te2.12.0-th0.2.6: torch 2.11.0, TE 2.12.0, thunder 0.2.6",
                                        "te2.12.0-th0.2.7.dev20260201: torch 2.11.0, TE 2.12.0, thunder 0.2.7.dev20260201"]
+
+
+def test_run_matrix_cpu_lists_the_cpu_stacks_of_this_pythons_torch(tmp_path: Path) -> None:
+    from teparity.stack.versions import build_version
+
+    torch = build_version("torch").split("+")[0]
+    run = _cli("--cpu", "--list")
+    declared_here = [s for s in declared.read() if s.te is None and s.torch == torch]
+    if not declared_here:
+        assert run.returncode == 2 and f"declares no CPU stack of torch {torch}" in run.stderr, run
+        return
+    assert run.returncode == 0 and run.stdout.splitlines() == [
+        f"{s.name}: torch {torch}, TE none, thunder {s.thunder}" for s in declared_here], run
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text("torch = '2.11.0'\n[[te]]\nversion = '2.9.0'\nthunder = ['0.2.6']\n"
+                      "[[cpu]]\ntorch = ['9.9.9']\nthunder = ['0.2.6']\n")
+    other = _cli("--matrix", str(matrix), "--cpu", "--list")
+    assert other.returncode == 2 and f"declares no CPU stack of torch {torch}" in other.stderr and "9.9.9" in other.stderr
+    assert _cli("--cpu", "--te", "2.9.0").returncode == 2
 
 
 @pytest.mark.parametrize(
@@ -146,3 +170,27 @@ def test_run_matrix_runs_real_gates_and_is_red_where_a_stack_cannot_be_had(tmp_p
     assert missing["returncode"] is None and "lightning-thunder 0.2.2 could not be installed" in missing["problem"], missing
     assert f"te2.9.0-th{thunder}.json" in (tmp_path / "out" / "compatibility.md").read_text()  # the row links its report
     assert run.stdout.splitlines()[-2].endswith("teparity matrix: RED (te2.9.0-th" + thunder + ", te2.9.0-th0.2.2)")
+
+
+def _expand(pattern: str) -> list[str]:
+    """tox's brace expansion of one ``env_list`` line: every ``{a,b}`` a choice."""
+    import itertools
+    import re
+
+    parts = re.split(r"\{([^}]*)\}", pattern)
+    choices = [[part] if i % 2 == 0 else part.split(",") for i, part in enumerate(parts)]
+    return ["".join(chosen) for chosen in itertools.product(*choices)]
+
+
+def test_toxs_cpu_environments_are_the_declared_cpu_stacks() -> None:
+    """tox.ini's env_list runs each [[cpu]] stack of matrix.toml, as ``th{thunder}-torch{major.minor}``, and no other."""
+    import configparser
+
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(REPO / "tox.ini")
+    listed = {env for line in tox["tox"]["env_list"].split() for env in _expand(line) if env.startswith("th")}
+    torch_factor = {"2.11.0": "2.11", "2.12.1": "2.12", "2.4.1": "2.4"}
+    cpu = {f"th{s.thunder}-torch{torch_factor[s.torch]}" for s in declared.read() if s.te is None}
+    assert listed == cpu, (sorted(listed - cpu), sorted(cpu - listed))
+    for factor, torch in (("torch2.11", "2.11.0"), ("torch2.12", "2.12.1"), ("torch2.4", "2.4.1")):
+        assert f"{factor}" in tox["testenv"]["deps"] and f"torch=={torch}" in tox["testenv"]["deps"]

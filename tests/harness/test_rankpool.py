@@ -58,7 +58,7 @@ def test_a_warm_side_starts_in_under_a_second_where_fresh_ranks_take_seconds(poo
 def test_a_side_after_other_sides_gives_the_bytes_fresh_ranks_give(pool: rank_pool.RankPool, tmp_path: Path) -> None:
     """What couples two sides in a process is reset between them (the CPU trace tier's side here; on a GPU
     the same holds for TE's global FP8 state, checked by ``python -m teparity bench``)."""
-    single, ddp = LegacySyncSpec(steps=2, device="cpu", ddp=False), LegacySyncSpec(steps=2, device="cpu", ddp=True)
+    single, ddp = LegacySyncSpec(steps=2, device="cpu"), LegacySyncSpec(steps=2, device="cpu", strategy="thunder-ddp")
     fresh = run_ranks(legacy_sync_run, ddp, world_size=2, backend="gloo", workdir=tmp_path)
     pool.run(legacy_sync_run, (single,), timeout=120)
     pool.run(legacy_sync_run, (ddp,), timeout=120)

@@ -224,7 +224,7 @@ def test_repro_all_here_says_what_each_entrys_range_says(tmp_path: Path, capsys:
     data = repro_table.run_all_here(3, tmp_path / "runs" / "repros.json", 300, entries=chosen)
     said = capsys.readouterr().out.splitlines()
     assert json.loads((tmp_path / "runs" / "repros.json").read_text()) == data
-    assert data["schema"] == repro_table.SCHEMA and data["versions"] == dataclasses.asdict(installed)
+    assert data["schema"] == repro_table.SCHEMA and data["versions"] == installed.to_json()
     assert [result["entry"] for result in data["entries"]] == chosen
     for result in data["entries"]:
         entry = BY_ID[result["entry"]]

@@ -30,9 +30,13 @@ def test_a_spec_names_one_strategy_and_sets_only_the_options_it_takes() -> None:
     with pytest.raises(ValueError, match="needs sharding in"):
         PairSpec("legacy", "delayed", (), strategy="thunder-fsdp")
     with pytest.raises(ValueError, match="thunderfx-fsdp2 takes no bucketing"):
-        PairSpec("legacy", "delayed", (), strategy="thunderfx-fsdp2", sharding="ZERO3", bucketing="BLOCK", compile_path="thunderfx")
+        PairSpec("legacy", "delayed", (), strategy="thunderfx-fsdp2", sharding="ZERO3", bucketing="BLOCK")
     with pytest.raises(ValueError, match="compiles with thunderfx, not jit"):
-        PairSpec("legacy", "delayed", (), strategy="thunderfx-ddp")
+        PairSpec("legacy", "delayed", (), strategy="thunderfx-ddp", compile_path="jit")
+    assert PairSpec("legacy", "delayed", (), strategy="thunderfx-ddp").compile_path == "thunderfx"
+    assert PairSpec("legacy", "delayed", ()).compile_path == "jit"
+    with pytest.raises(ValueError, match="thunderfx-fsdp2 takes no reference"):
+        PairSpec("legacy", "delayed", (), strategy="thunderfx-fsdp2", sharding="ZERO3", reference="ddp")
     with pytest.raises(ValueError, match="reference 'deepspeed'"):
         PairSpec("legacy", "delayed", (), strategy="thunder-fsdp", sharding="ZERO2", reference="deepspeed")
 
@@ -76,6 +80,27 @@ def test_one_eager_run_serves_the_specs_that_differ_only_where_the_eager_side_ne
     assert fsdp_eager(on_fsdp2).sharding == "ZERO3", "FSDP2 reshards by the spec's sharding: its run is its own"
     one_rank = PairSpec("legacy", "delayed", (Case(),))
     assert STRATEGIES["one-rank"].eager_spec(one_rank) is one_rank
+
+
+def test_a_sharded_spec_names_its_reference_and_fsdp2_around_thunderfx_has_one() -> None:
+    fsdp = PairSpec("legacy", "delayed", (), strategy="thunder-fsdp", sharding="ZERO2", reference="ddp")
+    assert fsdp.parallel.sharded_reference(fsdp) == "ddp"
+    around = PairSpec("legacy", "delayed", (), strategy="thunderfx-fsdp2", sharding="ZERO2")
+    assert around.parallel.sharded_reference(around) == "fsdp2" and around.parallel.reference("gloo", 1) is None
+    assert STRATEGIES["one-rank"].sharded_reference(PairSpec("legacy", "delayed", ())) is None
+
+
+def test_no_tier_test_gives_its_ranks_a_world_size() -> None:
+    """A tier's multi-rank runs take their world size from their spec's strategy (``StrategyRanks``): a test that passes
+    ``world_size=`` to a runner decides it apart from the strategy that says it."""
+    import ast
+    from pathlib import Path
+
+    tiers = Path(__file__).resolve().parents[1]
+    given = [f"{path.relative_to(tiers)}:{node.lineno}" for tier in ("trace", "numerics", "features", "ddp", "fsdp")
+             for path in sorted((tiers / tier).glob("*.py")) for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.Call) and any(keyword.arg == "world_size" for keyword in node.keywords)]
+    assert not given, f"tier tests that give their ranks a world size: {given}"
 
 
 def fsdp_eager(spec: PairSpec) -> PairSpec:

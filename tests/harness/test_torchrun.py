@@ -48,8 +48,8 @@ def test_the_ddp_trace_checks_run_on_torchrun_ranks(tmp_path: Path) -> None:
     report = tmp_path / "report.json"
     output = _torchrun("-m", "pytest", "tests/trace", "-k", "ddp", "-p", "no:xdist", "-p", "no:cacheprovider", "-rA",
                        "--teparity-report", str(report), cwd=REPO)
-    # Both torchrun processes ran the 3 DDP sync checks and ddp-transform-matches-torch-ddp.
-    assert output.count("4 passed") == 2, output[-4000:]
+    # Both torchrun processes ran the 3 DDP sync checks, ddp-transform-matches-torch-ddp and thunderfx-matches-torch[ddp].
+    assert output.count("5 passed") == 2, output[-4000:]
     assert output.count("teparity: world size 2, backend gloo") == 2, output[-4000:]
     environment = json.loads(report.read_text())["environment"]  # rank 0 writes it
     assert (environment["world_size"], environment["backend"]) == (2, "gloo")

@@ -123,7 +123,7 @@ def test_block_scaling_runs_where_te_says_it_can(gpus: tuple[GpuInfo, ...], torc
     which; the legacy executor declines every recipe its API does not take."""
     import dataclasses
 
-    monkeypatch.setattr(reasons, "installed_version", lambda name: "2.9.0")
+    monkeypatch.setattr(reasons, "build_version", lambda name: "2.9.0")
     monkeypatch.setattr(reasons, "te_recipe_defined", lambda name: defined)
     env = dataclasses.replace(_env(te="2.9.0", gpus=gpus), torch_cuda=torch_cuda)
     got = reasons.recipe_declined("Float8BlockScaling", "functional", env)
@@ -145,7 +145,7 @@ def test_a_te_recipe_is_read_in_its_source_without_importing_te() -> None:
     """Where TE is not installed no recipe is defined (and nothing is imported to find out)."""
     import sys
 
-    if reasons.installed_version("transformer_engine") is None:
+    if installed_version("transformer_engine") is None:
         assert not reasons.te_recipe_defined("Float8BlockScaling")
     assert "transformer_engine" not in sys.modules
 

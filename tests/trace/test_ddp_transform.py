@@ -24,25 +24,25 @@ from teparity.testing import (
     DdpTransformSpec,
     FP32_AGAINST_TORCH,
     raise_if_ranks_raised,
-    RankRunner,
     reasons,
+    StrategyRanks,
 )
 
 pytestmark = pytest.mark.multirank
 
 
 @pytest.mark.check(checks.DDP_TRANSFORM)
-def test_ddp_transform_matches_torch_ddp(teparity_env: Any, rank_runner: RankRunner, world_size: int, evidence: Any,
-                                        numbers: Any) -> None:
+def test_ddp_transform_matches_torch_ddp(teparity_env: Any, ranks: StrategyRanks, evidence: Any, numbers: Any) -> None:
     """thunder's DDP transform with thunder's default executors: no TE executor is needed (nor, where the build has
     one, used), so it runs on every build that has the transform."""
     if reason := reasons.no_thunder(teparity_env):
         pytest.skip(reason)
     spec = DdpTransformSpec(executor=None)
+    world_size = ranks.world_size(spec.parallel)
     ctx = (f"{teparity_env.versions.describe()}; thunder ddp with thunder's default executors (linears on the CPU); "
            f"{world_size} ranks, {spec.steps} steps, sizes {spec.sizes}, {spec.activation}")
-    thunder, reference = rank_runner.side_by_side(
-        [(ddp_transform_run, (spec,)), (ddp_transform_run, (dataclasses.replace(spec, side="torch"),))], world_size=world_size)
+    thunder, reference = ranks.side_by_side(
+        [(ddp_transform_run, (spec,)), (ddp_transform_run, (dataclasses.replace(spec, side="torch"),))])
     raise_if_ranks_raised(thunder, "thunder's DDP transform", ctx)
     result = Comparison()
     compare_ddp_runs(reference, thunder, FP32_AGAINST_TORCH, result=result)

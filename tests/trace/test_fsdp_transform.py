@@ -27,7 +27,7 @@ from teparity.testing import (
     fsdp_transform_run,
     FsdpTransformSpec,
     raise_if_ranks_raised,
-    RankRunner,
+    StrategyRanks,
     reasons,
 )
 
@@ -58,13 +58,14 @@ def torch_fsdp() -> dict[str, list[DdpTransformRun]]:
 @pytest.mark.shares_runs(lambda params: f"fsdp-transform-torch-{VARIANTS[params['variant']][0]}")  # torch_fsdp's run
 @pytest.mark.check(checks.FSDP_TRANSFORM, "{variant}")
 def test_fsdp_transform_matches_torch_fsdp(
-    variant: str, teparity_env: Any, rank_runner: RankRunner, world_size: int, evidence: Any, numbers: Any,
+    variant: str, teparity_env: Any, ranks: StrategyRanks, evidence: Any, numbers: Any,
     torch_fsdp: dict[str, list[DdpTransformRun]],
 ) -> None:
     if reason := reasons.no_thunder(teparity_env):
         pytest.skip(reason)
     sharding, bucketing = VARIANTS[variant]
     spec = FsdpTransformSpec(sharding=sharding, bucketing=bucketing)
+    world_size = ranks.world_size(spec.parallel)
     ctx = (f"{teparity_env.versions.describe()}; thunder fsdp {sharding}, bucketing {bucketing or 'NONE (default)'}, "
            f"thunder's default executors (no TE) against torch FSDP2 fully_shard(reshard_after_forward="
            f"{sharding == 'ZERO3'}); {world_size} gloo ranks on the CPU, fp32, {spec.steps} steps, sizes {spec.sizes}, "
@@ -73,7 +74,7 @@ def test_fsdp_transform_matches_torch_fsdp(
     calls = [(fsdp_transform_run, (spec,))]
     if sharding not in torch_fsdp and not no_reference:  # torch's side, once per sharding, beside thunder's
         calls.append((fsdp_transform_run, (dataclasses.replace(spec, side="torch", bucketing=None),)))
-    thunder, *torch_side = rank_runner.side_by_side(calls, world_size=world_size)
+    thunder, *torch_side = ranks.side_by_side(calls)
     if torch_side:
         torch_fsdp[sharding] = torch_side[0]
     raise_if_ranks_raised(thunder, "thunder's FSDP transform", ctx)

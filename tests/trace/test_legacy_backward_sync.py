@@ -22,6 +22,7 @@ from teparity.testing import (
     LegacySyncSpec,
     reasons,
     SilentFallback,
+    StrategyRanks,
     SyncCountWrong,
 )
 
@@ -29,9 +30,9 @@ pytestmark = [pytest.mark.legacy_sync, pytest.mark.parametrize("executor", ["leg
 STEPS = 3
 
 
-def _spec(env: Any, *, ddp: bool, fsdp: str | None = None) -> LegacySyncSpec:
+def _spec(env: Any, **strategy: Any) -> LegacySyncSpec:
     """On an FP8 GPU with TE the linears really go to TE; elsewhere the trace is built on the CPU."""
-    return LegacySyncSpec(steps=STEPS, device="cpu" if reasons.no_fp8(env) else "cuda", ddp=ddp, fsdp=fsdp)
+    return LegacySyncSpec(steps=STEPS, device="cpu" if reasons.no_fp8(env) else "cuda", **strategy)
 
 
 def _context(env: Any, runs: list[LegacySyncRun]) -> str:
@@ -39,19 +40,20 @@ def _context(env: Any, runs: list[LegacySyncRun]) -> str:
 
 
 @pytest.fixture(scope="module")
-def single_process(teparity_env: Any, rank_runner: Any) -> list[LegacySyncRun]:
-    return rank_runner(legacy_sync_run, _spec(teparity_env, ddp=False), world_size=1)
+def single_process(teparity_env: Any, ranks: StrategyRanks) -> list[LegacySyncRun]:
+    return ranks(legacy_sync_run, _spec(teparity_env))
 
 
 #: The multi-rank scenarios: thunder's DDP, and its FSDP with ZeRO2 and ZeRO3 sharding.
-PARALLEL = {"ddp": {"ddp": True}, "fsdp-zero2": {"ddp": False, "fsdp": "ZERO2"}, "fsdp-zero3": {"ddp": False, "fsdp": "ZERO3"}}
+PARALLEL = {"ddp": {"strategy": "thunder-ddp"}, "fsdp-zero2": {"strategy": "thunder-fsdp", "sharding": "ZERO2"},
+            "fsdp-zero3": {"strategy": "thunder-fsdp", "sharding": "ZERO3"}}
 
 
 @pytest.fixture(scope="module", params=sorted(PARALLEL))
-def parallel(request: pytest.FixtureRequest, teparity_env: Any, rank_runner: Any, world_size: int) -> list[LegacySyncRun]:
+def parallel(request: pytest.FixtureRequest, teparity_env: Any, ranks: StrategyRanks) -> list[LegacySyncRun]:
     """The ranks of one scenario: under FSDP as under DDP, the sync must come last, after every gradient
     collective's wait (all-reduce under DDP, reduce-scatter under FSDP)."""
-    return rank_runner(legacy_sync_run, _spec(teparity_env, **PARALLEL[request.param]), world_size=world_size)
+    return ranks(legacy_sync_run, _spec(teparity_env, **PARALLEL[request.param]))
 
 
 def _assert_placement(env: Any, runs: list[LegacySyncRun], *, ddp: bool, evidence: Any) -> None:

@@ -20,7 +20,7 @@ from teparity.testing import (
     checks,
     PairSpec,
     raise_if_thunder_raised,
-    RankRunner,
+    StrategyRanks,
     reasons,
     run_thunder,
     trace_violations,
@@ -33,11 +33,11 @@ CASE = Case(sizes=(48, 64, 32, 16), bias=False, lead_shape=(2, 8), activation=No
 
 @pytest.mark.parametrize("executor", ["legacy", "functional"])
 @pytest.mark.check(checks.TE_TRACE_INVARIANTS, "1proc")
-def test_te_trace_invariants(executor: str, teparity_env: Any, rank_runner: RankRunner, evidence: Any) -> None:
+def test_te_trace_invariants(executor: str, teparity_env: Any, ranks: StrategyRanks, evidence: Any) -> None:
     if reason := reasons.no_executor(teparity_env, executor):
         pytest.skip(reason)
     spec = PairSpec(executor, "delayed", (CASE,), steps=2)
-    thunder = rank_runner(run_thunder, spec, world_size=1)
+    thunder = ranks(run_thunder, spec)
     ctx = f"{teparity_env.versions.describe()}; executor {teparity_env.executors[executor].label()}; recipe delayed, 1 process"
     run = thunder[0][0]
     assert_te_claimed(thunder, spec, ctx)

@@ -37,6 +37,8 @@ def doctor() -> int:
     new_run()
     env = environment()
     print(env.versions.describe())
+    for placed in env.versions.placements():
+        print(f"placed by its source: {placed}")
     print("GPUs:", ", ".join(g.describe() for g in env.gpus) or "none")
     for info in env.executors.values():
         print("TE executor", info.label())

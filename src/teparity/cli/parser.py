@@ -78,10 +78,12 @@ def _exit_status(text: str) -> int | str:
 
 
 def _diff(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    compare = commands.add_parser("diff", help="the tests whose verdict or evidence differs between two parity reports "
-                                  "(exit 1 if any)")
+    compare = commands.add_parser("diff", help="the tests two parity reports judged differently: regressed, fixed, "
+                                  "changed, new and removed (exit 1 where one regressed)")
     compare.add_argument("before", type=Path, metavar="BEFORE.json")
     compare.add_argument("after", type=Path, metavar="AFTER.json")
+    compare.add_argument("--numbers", action="store_true", help="also the tests of one outcome whose numbers moved (the "
+                         "largest difference per kind of tensor, before and after); their evidence's words never count")
     return compare
 
 
@@ -200,6 +202,8 @@ def _run_matrix(commands: argparse._SubParsersAction) -> argparse.ArgumentParser
                          "of this checkout)")
     running.add_argument("--te", action="append", metavar="VERSION", help="only this TE release's stacks (repeatable; "
                          "default every stack: one host usually has one TE)")
+    running.add_argument("--cpu", action="store_true", help="the CPU stacks (no TE) of the torch this Python has, in "
+                         "place of the GPU stacks (one Python has one torch: run it once per declared torch)")
     running.add_argument("--thunder", action="append", metavar="VERSION", help="only these thunder builds (repeatable)")
     running.add_argument("--list", action="store_true", help="print the selected stacks and exit")
     running.add_argument("--wheels", type=Path, metavar="DIR", help="install thunder from this folder of wheels, offline "

@@ -11,28 +11,7 @@ from pathlib import Path
 
 from teparity.tools.matrix import compatibility_matrix
 from teparity.tools.ranges import Axis, Run
-from teparity.gate.report import ParityReport
-
-
-class NotAReport(Exception):
-    """A file the command was given is not a teparity parity report; the message says why, in one line."""
-
-
-def read_report(path: Path) -> ParityReport:
-    """The parity report in ``path``, or ``NotAReport`` saying why not (missing, unreadable, not JSON, another file)."""
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise NotAReport(f"cannot read it: {error.strerror or error}") from None
-    try:
-        data = json.loads(text)
-    except ValueError as error:
-        raise NotAReport(f"not a teparity parity report (not JSON: {error.msg} at line {error.lineno} column {error.colno})") from None
-    try:
-        return ParityReport.from_json(data)
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
-        said = f"no {error}" if isinstance(error, KeyError) else str(error).removeprefix("not a teparity parity report (")
-        raise NotAReport(f"not a teparity parity report ({said.removesuffix(')')})") from None
+from teparity.gate.report import NotAReport, ParityReport, read_report
 
 
 def _reports(command: str, paths: list[Path]) -> list[ParityReport] | None:
@@ -81,22 +60,20 @@ def durations(paths: list[Path], output: Path | None) -> int:
     return 0
 
 
-def diff(before: Path, after: Path) -> int:
-    """Every test whose verdict or evidence differs between two reports, or that one of them lacks (times, commit
-    and the runs' own temporary paths aside): exit 0 where there is none, 1 where there is."""
-    from teparity.tools.bench import differing_tests, verdicts
+def diff(before: Path, after: Path, *, numbers: bool = False) -> int:
+    """The tests two reports judged differently (``teparity.gate.relative.diff``), regressed first; with ``numbers``
+    also those whose numbers moved. Exit 1 where a test regressed (a new red test among them), else 0."""
+    from teparity.gate.relative import diff as verdict_diff
 
     if (reports := _reports("diff", [before, after])) is None:
         return 2
-    old, new = (report.to_json() for report in reports)
-    changed = differing_tests(old, new)
-    for node in changed:
-        print(node)
-        for side, report in (("-", old), ("+", new)):
-            outcome, evidence = verdicts(report).get(node, ("absent", ""))
-            print(f"  {side} {outcome}" + (f": {evidence}" if evidence else ""))
-    print(f"{len(changed)} of {len(set(verdicts(old)) | set(verdicts(new)))} tests differ between {before} and {after}")
-    return 1 if changed else 0
+    found = verdict_diff(*reports)
+    for line in found.lines(numbers=numbers):
+        print(line)
+    counts = {"regressed": found.regressed, "fixed": found.fixed, "changed": found.changed, "new": found.new,
+              "removed": found.removed} | ({"with numbers moved": found.moved} if numbers else {})
+    print(", ".join(f"{len(tests)} {what}" for what, tests in counts.items()) + f" between {before} and {after}")
+    return 1 if found.regressed else 0
 
 
 def _source(path: Path) -> str:

@@ -138,7 +138,7 @@ def kill_matrix_command(paths: list[str], workdir: Path | None, pytest_args: str
 
 def run_matrix_command(matrix: Path, te: list[str] | None, thunder: list[str] | None, only_list: bool, pytest_args: list[str],
                        wheels: Path | None, te_site: Path | None, workdir: Path | None, jobs: int | None,
-                       timeout_s: float | None) -> int:
+                       timeout_s: float | None, *, cpu: bool = False) -> int:
     """The selected declared stacks side by side: exit 0 where every one is green, 1 where any is red."""
     from packaging.version import Version
 
@@ -146,9 +146,11 @@ def run_matrix_command(matrix: Path, te: list[str] | None, thunder: list[str] | 
     from teparity.tools.matrix_run import run_matrix, table
 
     try:
-        declared = read(matrix)
+        declared = tuple(s for s in read(matrix) if (s.te is None) == cpu)
     except MatrixFileError as error:
         raise UsageError(str(error)) from None
+    if cpu:
+        declared = _this_torchs(declared, matrix, te)
     for name, wanted, have in (("--te", te, {s.te for s in declared}), ("--thunder", thunder, {s.thunder for s in declared})):
         if undeclared := sorted(set(wanted or ()) - have):
             raise UsageError(f"{name} {', '.join(undeclared)}: not in {matrix}, which declares {', '.join(sorted(have, key=Version))}")
@@ -156,7 +158,7 @@ def run_matrix_command(matrix: Path, te: list[str] | None, thunder: list[str] | 
     if not stacks:
         raise UsageError(f"no stack of {matrix} has both the --te and --thunder asked for")
     if only_list:
-        print("\n".join(f"{s.name}: torch {s.torch}, TE {s.te}, thunder {s.thunder}" for s in stacks))
+        print("\n".join(f"{s.name}: torch {s.torch}, TE {s.te or 'none'}, thunder {s.thunder}" for s in stacks))
         return 0
     for name, folder in (("--wheels", wheels), ("--te-site", te_site)):
         if folder is not None and not folder.is_dir():
@@ -167,3 +169,17 @@ def run_matrix_command(matrix: Path, te: list[str] | None, thunder: list[str] | 
     print(table(result))
     print(f"matrix.json, compatibility.md, each stack's report and log: {workdir}")
     return 0 if result["green"] else 1
+
+
+def _this_torchs(stacks: tuple, matrix: Path, te: list[str] | None) -> tuple:
+    """The CPU stacks of the torch this Python has (``--cpu``); a torch the file declares none for is a usage error."""
+    from teparity.stack.versions import build_version
+
+    if te:
+        raise UsageError("--cpu runs the stacks without TE: it takes no --te")
+    torch = (build_version("torch") or "none").split("+")[0]
+    if not (mine := tuple(s for s in stacks if s.torch == torch)):
+        declared = ", ".join(sorted({s.torch for s in stacks})) or "none"
+        raise UsageError(f"--cpu: {matrix} declares no CPU stack of torch {torch}, the torch of {sys.executable} "
+                         f"(its CPU stacks' torches: {declared}): run it with a Python that has one of them")
+    return mine

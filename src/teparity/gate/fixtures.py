@@ -13,7 +13,7 @@ from teparity.gate.settings import probed_environment, settings
 
 if TYPE_CHECKING:
     from teparity.gate.pairs import Pairs
-    from teparity.gate.ranks import RankRunner
+    from teparity.gate.ranks import RankRunner, StrategyRanks
 
 
 @pytest.fixture(scope="session")
@@ -40,45 +40,30 @@ def rank_runner(request: pytest.FixtureRequest) -> RankRunner:
     return request.config.pluginmanager.get_plugin("teparity-worker").rank_runner()
 
 
-def modeling(entries: list[Any]) -> Any:
-    """The entry whose model the test is judged against: the one covering entry with a model, or, where several cover
-    it, one that names them all and models them together (``known.defect.combined``)."""
-    import dataclasses
+@pytest.fixture(scope="session")
+def ranks(request: pytest.FixtureRequest, teparity_env: Any, rank_runner: RankRunner, backend: str) -> StrategyRanks:
+    """``ranks(fn, spec)``, ``ranks.side_by_side(calls)``: the session's ranks on the world size of the spec's strategy,
+    skipping where it cannot run here (``teparity.gate.ranks.StrategyRanks``)."""
+    from teparity.gate.ranks import StrategyRanks
 
-    from teparity.known.defect import combined
-
-    with_models = [entry for entry in entries if entry.model is not None]
-    if len(with_models) < 2:
-        return with_models[0] if with_models else None
-    model = combined([entry.model for entry in with_models])
-    if alone := next((entry for entry in with_models if entry.model is model), None):
-        return alone  # one model stands for all (torch runs every linear)
-    return dataclasses.replace(with_models[0], id=_JOINED.join(entry.id for entry in with_models), model=model)
-
-
-#: How the id of an entry that models several together joins theirs.
-_JOINED = " + "
-
-
-def modeled_ids(entry: Any) -> list[str]:
-    """The registry entries whose defects ``modeling``'s entry models."""
-    return entry.id.split(_JOINED)
+    return StrategyRanks(rank_runner, settings(request.config).world_size, backend, teparity_env)
 
 
 @pytest.fixture
-def parity(request: pytest.FixtureRequest, teparity_env: Any, rank_runner: RankRunner, backend: str,
+def parity(request: pytest.FixtureRequest, teparity_env: Any, ranks: StrategyRanks, backend: str,
            evidence: Callable[[str], None]) -> Pairs:
     """Run a parity pair (eager TE against thunder + an executor) on the session's ranks and judge it
     (``teparity.gate.pairs.Pairs``); where a known defect with a model covers the test, against that model too."""
     from teparity.gate.known_marks import covering
     from teparity.gate.pairs import Pairs
+    from teparity.known.defect import modeling
 
     modeled_by = modeling(covering(request.node))
 
     def note(key: str, value: Any) -> None:
         request.node.user_properties.append((key, value))
 
-    return Pairs(teparity_env, rank_runner, backend, evidence, modeled_by, note, settings(request.config).world_size)
+    return Pairs(teparity_env, ranks, backend, evidence, modeled_by, note)
 
 
 @pytest.fixture

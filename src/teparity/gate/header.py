@@ -27,6 +27,7 @@ def _said(settings: Settings, env: Environment, launch: str, rank_environment: d
     gpus = ", ".join(g.describe() for g in env.gpus) or "none"
     lines = [
         f"teparity: {env.versions.describe()}",
+        *(f"teparity: placed by its source: {placed}" for placed in env.versions.placements()),
         f"teparity: GPUs: {gpus}; FP8: {reasons.no_fp8(env) or 'yes'}",
         f"teparity: world size {settings.world_size}, backend {settings.backend}, harness deadline {settings.timeout:g} s, "
         f"{launch}, sides {settings.sides}",

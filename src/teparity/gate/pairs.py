@@ -16,12 +16,11 @@ from typing import Any, TypeVar
 
 import pytest
 
-from teparity.gate.fixtures import modeled_ids
-from teparity.gate.ranks import RankRunner
+from teparity.gate.ranks import StrategyRanks
 from teparity.gate.report import EXPOSED_PROPERTY, MODEL_PROPERTY, NUMBERS_PROPERTY
 from teparity.judge.compare import Comparison
 from teparity.judge.parity import assert_parity, context
-from teparity.known.defect import KnownDefect
+from teparity.known.defect import KnownDefect, modeled_ids
 from teparity.records import CaseRun, Pair, PairSpec, ScaleUpdate, reference_update
 from teparity.stack import reasons
 
@@ -71,7 +70,8 @@ SIDE_RUNS_KEPT = 8
 @dataclasses.dataclass
 class Pairs:
     env: Any
-    ranks: RankRunner
+    #: The session's ranks, by the world size of a spec's strategy.
+    ranks: StrategyRanks
     #: The multi-rank backend (one-rank runs use gloo).
     backend: str
     record: Callable[[str], None]
@@ -79,8 +79,6 @@ class Pairs:
     modeled_by: KnownDefect | None = None
     #: Record a (key, value) of the test for the parity report (``teparity.gate.report``'s properties).
     note: Callable[[str, Any], None] = lambda key, value: None
-    #: The session's ranks (``--teparity-world-size``): a strategy that is not one rank's runs on them.
-    world_size: int = 1
 
     def run(self, spec: PairSpec, *, measure_fused: bool = False) -> Pair:
         """Eager TE on the executor's scale-update path and thunder + the executor, on the ranks of the spec's strategy
@@ -90,9 +88,9 @@ class Pairs:
         from teparity.stack import recipes
 
         strategy = spec.parallel
-        world_size = strategy.world_size(self.world_size)
+        world_size = self.ranks.world_size(strategy)
         if reason := (
-            strategy.absent(world_size, self.env.versions.thunder, backend=self.backend, gpus=len(self.env.gpus))
+            self.ranks.absent(strategy)
             or reasons.no_executor(self.env, spec.executor)
             or next(filter(None, (recipes.declined(r, spec.executor, self.env) for r in dict.fromkeys((spec.recipe_id, *spec.recipe_ids_by_step)))), None)
             or feature_reason(spec, self.env.versions.thunder)
@@ -162,7 +160,7 @@ class Pairs:
         # An eager side runs with the pair's executor (its rank code looks the executor up, and never uses it).
         calls = [(run_eager, (dataclasses.replace(key[1], executor=spec.executor), key[3])) if key[0] == "eager"
                  else (run_thunder, (key[1],)) for key in missing]
-        runs = dict(zip(missing, self.ranks.side_by_side(calls, world_size=world_size))) if calls else {}
+        runs = dict(zip(missing, self.ranks.side_by_side(calls))) if calls else {}
         for key in keys:
             if key in runs:
                 _SIDE_RUNS[key] = runs[key]

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from teparity.launch.outcome import Backend
+from teparity.strategies import Strategy
 
 Mode = Literal["forked", "warm", "fresh"]
 #: What the fork server of forked ranks imports: the module whose import is the preload.
@@ -116,3 +117,44 @@ def rank_runner(mode: Mode, backend: Backend, timeout: float, workdir: Callable[
     ``teparity.inrank.forkable``). One-rank runs use gloo (no collective needs a GPU per rank). Calls run
     side by side go to a pool each where ``concurrent`` (warm and forked ranks), else one after another."""
     return _Runner(mode, backend, timeout, workdir, concurrent)
+
+
+@dataclass(frozen=True)
+class StrategyRanks:
+    """The session's ranks as a spec's strategy takes them (``teparity.strategies``): ``ranks(fn, spec)`` and
+    ``ranks.side_by_side([(fn, (spec, ...)), ...])`` run on the world size of the spec's strategy (``spec.parallel``:
+    one rank, or the session's ``--teparity-world-size``) and skip, with the reason, where it cannot run here. Every
+    multi-rank run of a tier gets its world size from here, never from the test."""
+
+    runner: RankRunner
+    #: The session's ranks (``--teparity-world-size``).
+    session: int
+    backend: Backend
+    #: The probed ``teparity.stack.environment.Environment``: the thunder build and the GPUs a strategy needs.
+    env: Any
+
+    def world_size(self, strategy: Strategy) -> int:
+        return strategy.world_size(self.session)
+
+    def absent(self, strategy: Strategy) -> str | None:
+        """Why ``strategy`` cannot run here (absent by design), or None."""
+        return strategy.absent(self.world_size(strategy), self.env.versions.thunder, backend=self.backend,
+                               gpus=len(self.env.gpus))
+
+    def __call__(self, fn: Callable[..., Any], spec: Any, *args: Any) -> list[Any]:
+        __tracebackhide__ = True
+        return self.side_by_side([(fn, (spec, *args))])[0]
+
+    def side_by_side(self, calls: Sequence[Call]) -> list[list[Any]]:
+        """Each call on ranks of its own (``RankRunner.side_by_side``); a call's first argument is its spec, and the
+        calls' specs name one strategy."""
+        __tracebackhide__ = True
+        import pytest
+
+        strategies = {args[0].parallel for _, args in calls}
+        if len(strategies) != 1:
+            raise ValueError(f"calls side by side run one strategy's ranks, not {sorted(s.name for s in strategies)}")
+        strategy = strategies.pop()
+        if reason := self.absent(strategy):
+            pytest.skip(reason)
+        return self.runner.side_by_side(calls, world_size=self.world_size(strategy))

@@ -112,6 +112,9 @@ class ParityReport:
     timeline: dict[str, Any] | None = None
     #: Why the run stopped before it tested anything (no thunder in its Python), or None.
     stopped: str | None = None
+    #: The change judged against its base (``--teparity-base``): ``teparity.gate.relative.ChangeVerdict.to_json`` and
+    #: the base's path, or None.
+    against_base: dict[str, Any] | None = None
 
     def record(self, check: str, executor: str | None, test: TestOutcome) -> None:
         self.cells.setdefault((check, executor or NO_EXECUTOR), Cell()).tests.append(test)
@@ -134,6 +137,8 @@ class ParityReport:
         line, the job summary's heading)."""
         status = self.exitstatus if exit_status is None else exit_status
         counts = f"{self.count('FAIL')} FAIL, {self.count('XPASS')} XPASS"
+        if self.against_base is not None:
+            counts += f"; against the base {self.against_base['base']}: {self.against_base['summary']}"
         if status == 0:
             versions = self.environment.get("versions")
             absent = f" (no lightning-thunder: {reasons.ALLOW_NO_THUNDER})" if versions and versions.get("thunder") is None else ""
@@ -169,6 +174,7 @@ class ParityReport:
             ],
             **({"timeline": self.timeline} if self.timeline is not None else {}),
             **({"stopped": self.stopped} if self.stopped is not None else {}),
+            **({"against_base": self.against_base} if self.against_base is not None else {}),
         }
 
     def write(self, path: str | Path) -> None:
@@ -181,7 +187,7 @@ class ParityReport:
             raise ValueError(f"not a teparity parity report (schema {data.get('schema')!r}, expected {SCHEMA!r})")
         environment = data["environment"]
         report = cls(environment=environment, exitstatus=data.get("exitstatus", environment.get("pytest_exit_status")),
-                     timeline=data.get("timeline"), stopped=data.get("stopped"))
+                     timeline=data.get("timeline"), stopped=data.get("stopped"), against_base=data.get("against_base"))
         for result in data["results"]:
             for test in result["tests"]:
                 # Reports before the registry called a known defect "xfail".
@@ -196,3 +202,24 @@ def red(status: int | None, why: str) -> str:
     meaning = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}.get(status or 0)
     said = "the gate did not run" if status is None else f"exit {status}" + (f", {meaning}" if meaning else "")
     return f"RED ({said}): {why}"
+
+
+class NotAReport(Exception):
+    """A file the command was given is not a teparity parity report; the message says why, in one line."""
+
+
+def read_report(path: str | Path) -> ParityReport:
+    """The parity report in ``path``, or ``NotAReport`` saying why not (missing, unreadable, not JSON, another file)."""
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise NotAReport(f"cannot read it: {error.strerror or error}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise NotAReport(f"not a teparity parity report (not JSON: {error.msg} at line {error.lineno} column {error.colno})") from None
+    try:
+        return ParityReport.from_json(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        said = f"no {error}" if isinstance(error, KeyError) else str(error).removeprefix("not a teparity parity report (")
+        raise NotAReport(f"not a teparity parity report ({said.removesuffix(')')})") from None

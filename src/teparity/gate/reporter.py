@@ -74,6 +74,8 @@ class ParityReporter:
             self.timeline.mark("process_started", started)
         #: When the session finished (every plugin's session finish but the wrappers'), for both time lines.
         self.finished: float | None = None
+        #: Every test that failed in any phase: a base excuses a run's exit status only where it excuses them all.
+        self.failed: set[str] = set()
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self) -> None:
@@ -95,6 +97,8 @@ class ParityReporter:
         self.timeline.mark("workers_down", time.time())
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed:
+            self.failed.add(report.nodeid)
         node = getattr(report, "node", None)  # an xdist worker's report, in the controller
         self.timeline.record(report.nodeid, node.gateway.id if node is not None else "main", report.start, report.stop)
         tag = dict(report.user_properties).get(ROW_PROPERTY)
@@ -111,6 +115,7 @@ class ParityReporter:
         terminalreporter.write_sep("=", "teparity parity report")
         lines = [*terminal_table(self.report), *wrapped(f"teparity time: {self.timeline.summary(self.finished)}")] if self.report.cells else []
         lines += wrapped(f"teparity: {self.report.verdict()}; {json_note(self.controller.settings.report)}")
+        lines += [said for line in (self.report.against_base or {}).get("lines", []) for said in wrapped(f"teparity: {line}")]
         for line in lines:
             terminalreporter.write_line(line)
 
@@ -123,8 +128,10 @@ class ParityReporter:
         return self.finished
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_sessionfinish(self, exitstatus: int) -> Any:
-        """Around every other plugin's session finish, so that the report's timeline holds them all."""
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Any:
+        """Around every other plugin's session finish, so that the report's timeline holds them all; against a base,
+        the run's exit status is its change's (``against_base``)."""
+        session.exitstatus = self._judged(exitstatus)
         try:
             return (yield)
         finally:
@@ -143,10 +150,23 @@ class ParityReporter:
             self.report.timeline = self.timeline.to_json(finished)
             self.report.write(path)
 
+    def _judged(self, exitstatus: int) -> int:
+        """The run's exit status; with ``--teparity-base``, its change's (``teparity.gate.relative.against_base``): 0
+        where pytest's 1 came only from tests the base excuses (already red there, or fixed by this change)."""
+        from teparity.gate.relative import against_base
+        from teparity.gate.report import read_report
+
+        if (base := self.controller.settings.base) is None or not self.report.cells:
+            return int(exitstatus)
+        verdict = against_base(self.report, read_report(base))
+        self.report.against_base = {**verdict.to_json(), "base": base, "lines": verdict.lines()}
+        return 0 if exitstatus == 1 and verdict.green and self.failed <= verdict.excused() else int(exitstatus)
+
     def _complete(self, exitstatus: int) -> None:
         """The report's run-wide parts: its exit status (2, interrupted, e.g. by a time limit: only the tests that
-        finished are in it), why it stopped before testing, if it did, and the environment."""
-        self.report.exitstatus = int(exitstatus)
+        finished are in it; against a base, its change's), why it stopped before testing, if it did, and the
+        environment."""
+        self.report.exitstatus = self._judged(exitstatus)
         self.report.stopped = self.controller.stopped
         self.report.environment = self._environment_section()
 

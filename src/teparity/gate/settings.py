@@ -48,6 +48,8 @@ class Settings:
     allow_no_thunder: bool = False
     #: ``--teparity-rows``: the report rows whose tests run (``checks.matches``); empty: every row.
     rows: tuple[str, ...] = ()
+    #: ``--teparity-base``: the base's parity report, against which the run judges its change, or None.
+    base: str | None = None
 
     @functools.cached_property
     def backend(self) -> str:
@@ -92,6 +94,7 @@ def resolve(config: pytest.Config, *, longest_first: bool) -> Settings:
         dist=config.option.dist if getattr(config.option, "numprocesses", None) else None,
         allow_no_thunder=config.getoption("teparity_allow_no_thunder"),
         rows=config.getoption("teparity_rows"),
+        base=config.getoption("teparity_base"),
     )
     config.stash[_SETTINGS] = resolved
     return resolved

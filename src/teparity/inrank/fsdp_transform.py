@@ -22,6 +22,7 @@ from typing import Any
 from teparity.inrank.scenarios import backward_collectives, transform_steps
 from teparity.records import DdpTransformRun, RankError
 from teparity.stack.thunder_api import jit_fsdp
+from teparity.strategies import STRATEGIES, Strategy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +40,11 @@ class FsdpTransformSpec:
     activation: str | None = "gelu"
     input_requires_grad: bool = True
     lr: float = 0.05
+
+    @property
+    def parallel(self) -> Strategy:
+        """Both sides shard: thunder's FSDP, and torch FSDP2 its reference."""
+        return STRATEGIES["thunder-fsdp"]
 
 
 def gather_shard(shard: Any, shape: tuple[int, ...], group: Any = None) -> Any:

@@ -15,21 +15,38 @@ from teparity.inrank.syncspy import record_fp8_syncs
 from teparity.records import DdpTransformRun, RankError
 from teparity.stack.executors import ExecutorKind, executor_module, find_te_executors
 from teparity.stack.thunder_api import jit_ddp, jit_fsdp, jit_options
+from teparity.strategies import STRATEGIES, Strategy
 from teparity.trace_summary import TraceSummary, is_distributed, summarize
 
 if TYPE_CHECKING:
     from teparity.records import PairSpec
 
 
+#: The strategies a legacy-sync scenario runs (``LegacySyncSpec.strategy``): thunder.jit on one rank, thunder's DDP and
+#: its FSDP.
+LEGACY_SYNC_STRATEGIES = ("one-rank", "thunder-ddp", "thunder-fsdp")
+
+
 @dataclasses.dataclass(frozen=True)
 class LegacySyncSpec:
     steps: int = 3
     device: str = "cpu"
-    ddp: bool = False
-    #: thunder's FSDP instead of DDP: ``"ZERO2"`` or ``"ZERO3"``.
-    fsdp: str | None = None
+    #: One of ``LEGACY_SYNC_STRATEGIES``: its ranks come from there (``teparity.gate.ranks.StrategyRanks``).
+    strategy: str = "one-rank"
+    #: thunder FSDP's sharding, ``"ZERO2"`` or ``"ZERO3"``; None for the others.
+    sharding: str | None = None
     batch: int = 16
     sizes: tuple[int, ...] = (32, 64, 16)
+
+    def __post_init__(self) -> None:
+        if self.strategy not in LEGACY_SYNC_STRATEGIES:
+            raise ValueError(f"a legacy-sync scenario runs one of {LEGACY_SYNC_STRATEGIES}, not {self.strategy!r}")
+        if (self.sharding is not None) != (self.strategy == "thunder-fsdp"):
+            raise ValueError(f"sharding {self.sharding!r} with strategy {self.strategy}: thunder fsdp alone takes one")
+
+    @property
+    def parallel(self) -> Strategy:
+        return STRATEGIES[self.strategy]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,9 +69,9 @@ def legacy_sync_run(rank: int, world_size: int, spec: LegacySyncSpec) -> LegacyS
 
     info = find_te_executors()["legacy"]
     network = plain_mlp(spec.sizes, seed=0, device=spec.device)
-    if spec.fsdp:
-        jitted = jit_fsdp(network, jit_options(info), spec.fsdp, spec.device)
-    elif spec.ddp:
+    if spec.strategy == "thunder-fsdp":
+        jitted = jit_fsdp(network, jit_options(info), spec.sharding, spec.device)
+    elif spec.strategy == "thunder-ddp":
         jitted = jit_ddp(network, jit_options(info))
     else:
         jitted = thunder.jit(network, **jit_options(info))
@@ -103,6 +120,11 @@ class DdpTransformSpec:
     bucket_size_in_mb: float | None = None
     lr: float = 0.05
 
+    @property
+    def parallel(self) -> Strategy:
+        """Both sides are data parallel: thunder's DDP, and torch DDP its reference."""
+        return STRATEGIES["thunder-ddp"]
+
 
 def ddp_transform_run(rank: int, world_size: int, spec: DdpTransformSpec) -> DdpTransformRun:
     """``spec.steps`` SGD steps of ``plain_mlp`` under thunder's DDP transform or torch DDP, with
@@ -138,12 +160,12 @@ def backward_collectives(jitted: Any) -> tuple[str, ...]:
 
 def transform_steps(
     rank: int, spec: Any, network: Any, parameters: dict[str, Any], *, seeds: tuple[int, int] = (2, 3),
-    full: Any = None,
+    full: Any = None, after_step: Any = None,
 ) -> DdpTransformRun:
     """``spec.steps`` SGD steps of a data-parallel ``network`` on the CPU, fp32, with rank-dependent inputs
     (``seeds``: the input's and the output gradient's test seeds): per step the output, the input gradient
     and the parameter gradients, each through ``full(name, grad)`` where the gradient is a shard (FSDP:
-    gathered in sorted name order, the same collectives in the same order on every rank)."""
+    gathered in sorted name order, the same collectives in the same order on every rank); ``after_step()`` after each."""
     import torch
 
     from teparity.inrank.networks import seeded_input
@@ -162,4 +184,6 @@ def transform_steps(
                             if p.grad is not None})
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        if after_step is not None:
+            after_step()
     return DdpTransformRun(tuple(outputs), tuple(input_grads), tuple(param_grads))

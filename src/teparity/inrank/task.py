@@ -147,7 +147,7 @@ def warm_up() -> None:
         return
     import transformer_engine.pytorch as te
 
-    from teparity.inrank.sides import te_scale_update
+    from teparity.inrank.program import te_scale_update
     from teparity.stack import recipes
     from teparity.stack.te_api import te_autocast
 

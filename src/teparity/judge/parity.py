@@ -141,7 +141,7 @@ def steps_compared_with_eager(spec: PairSpec, world_size: int) -> int:
     """Steps whose numbers and FP8 state are compared with eager TE: all, except under DDP with 3+ ranks.
 
     There thunder ddp and torch DDP all-reduce the same bf16 gradients in different summation orders
-    (4 H200s, NCCL and gloo: scripts/allreduce_probe.py, docs/facts.md), so from step 1 on the two sides
+    (4 H200s, NCCL and gloo: docs/results/h200-x4-te2.9.0-8fa6f9c, docs/facts.md), so from step 1 on the two sides
     part for that alone; only step 0 is compared. The thunder side's own checks (TE claims, trace
     invariants, sync counts, FP8 state equal across ranks) still cover every step. Under FSDP the
     reduce-scatter of thunder (pre-divided SUM) and torch FSDP2 (AVG) sum in their own orders too.

@@ -190,6 +190,27 @@ class KnownDefect:
 _SEEN_TYPES: dict[str, type[KnownDefectSeen]] = {}
 
 
+def modeling(entries: list[KnownDefect]) -> KnownDefect | None:
+    """The entry whose model a test is judged against, of those that cover it: the one with a model, or, where several
+    have one, an entry that names them all and models them together (``combined``)."""
+    with_models = [entry for entry in entries if entry.model is not None]
+    if len(with_models) < 2:
+        return with_models[0] if with_models else None
+    model = combined([entry.model for entry in with_models])
+    if alone := next((entry for entry in with_models if entry.model is model), None):
+        return alone  # one model stands for all (torch runs every linear)
+    return dataclasses.replace(with_models[0], id=_JOINED.join(entry.id for entry in with_models), model=model)
+
+
+#: How the id of an entry that models several together joins theirs.
+_JOINED = " + "
+
+
+def modeled_ids(entry: KnownDefect) -> list[str]:
+    """The registry entries whose defects ``modeling``'s entry models."""
+    return entry.id.split(_JOINED)
+
+
 #: What joins the spans of a range that holds over builds apart (a defect that went away and came back).
 ANY_OF = " || "
 

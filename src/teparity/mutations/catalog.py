@@ -21,7 +21,7 @@ ENV_VAR = "TEPARITY_INJECT"
 #: What the installed stack must have for a mutation to apply (``teparity.stack.reasons.mutation_inapplicable``).
 Requirement = Literal[
     "legacy-sync", "legacy-te", "functional-te", "functional-fp8-group", "functional-checkpointing", "te",
-    "ddp-transform", "fsdp-transform",
+    "ddp-transform", "fsdp-transform", "thunderfx",
 ]
 
 
@@ -276,10 +276,10 @@ CATALOG: dict[str, Mutation] = {
             "thunderfx-recompiles-every-call",
             "every thunder program thunderfx makes of a Dynamo graph compiled again at each call (a Dynamo recompile at a "
             "distributed wrapper's hook, each step): every FP8 state starts over",
-            "te",
+            "thunderfx",
             thunderfx.recompiles_every_call,
-            killed_by=("ddp-thunderfx",),
-            kill_note="FP8 state against torch DDP + eager TE from step 1",
+            killed_by=("thunderfx-matches-torch[*]", "ddp-thunderfx"),
+            kill_note="a compile per step, on the CPU too; `ddp-thunderfx`: FP8 state against torch DDP + eager TE from step 1",
         ),
         Mutation(
             "checker-declines",

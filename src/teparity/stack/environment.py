@@ -64,7 +64,7 @@ class Environment:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "versions": dataclasses.asdict(self.versions),
+            "versions": self.versions.to_json(),
             "gpus": [dataclasses.asdict(g) for g in self.gpus],
             "executors": {k: v.as_dict() for k, v in self.executors.items()},
             "te_import_error": self.te_import_error,

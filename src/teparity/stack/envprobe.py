@@ -208,11 +208,7 @@ def probe() -> Environment:
         executors = {kind: {"kind": kind, "missing_reason": why} for kind in ("legacy", "functional")}
     return Environment.from_json(
         {
-            "versions": {
-                "torch": versions.torch,
-                "thunder": versions.thunder,
-                "transformer_engine": versions.transformer_engine,
-            },
+            "versions": versions.to_json(),
             "gpus": gpus,
             "executors": executors,
             "te_import_error": te_error,
@@ -245,7 +241,7 @@ def _cache_path() -> Path:
             _found_at(),
             os.environ.get("CUDA_VISIBLE_DEVICES"),
             os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK"),  # whether inductor's import leaves fork usable
-            vars(Versions.installed()),
+            Versions.installed().to_json(),  # a source tree's new commit places it anew
             hashlib.sha256(b"".join(probe_code)).hexdigest(),
         ]
     )

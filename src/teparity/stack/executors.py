@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from teparity.stack import since
 from teparity.stack.symbols import BACKWARD_SYNC_SYMBOL, SYNC_INSERTION_HELPER
-from teparity.stack.versions import installed_version
+from teparity.stack.versions import build_version, installed_version
 
 ExecutorKind = Literal["legacy", "functional"]
 
@@ -99,7 +99,7 @@ def _import_optional(module_name: str) -> Any | None:
 
 def find_te_executors() -> dict[ExecutorKind, ExecutorInfo]:
     """Locate thunder's TE executors by importing thunder (call in a probe or a rank, not in plugin import)."""
-    thunder_version = installed_version("lightning-thunder")
+    thunder_version = build_version("lightning-thunder")
     found: dict[ExecutorKind, ExecutorInfo] = {}
     for kind, candidates in (("legacy", _LEGACY_CANDIDATES), ("functional", _FUNCTIONAL_CANDIDATES)):
         for module_name, attribute, marker in candidates:

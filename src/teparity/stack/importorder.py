@@ -19,7 +19,7 @@ import json
 import os
 import sys
 
-from teparity.stack.versions import installed_version, parse_version
+from teparity.stack.versions import build_version, parse_version
 
 #: The first TE release whose extension does not break a later ft2font import (1.9: PyPI wheels; seen
 #: with 1.6 and 1.8, the only 1.x builds run).
@@ -31,7 +31,7 @@ WATCHED = ("transformer_engine", "transformer_engine_torch", "thunder", "matplot
 
 def needs_ft2font_first() -> str | None:
     """Why this process must import ft2font first (an installed TE < 1.9 and matplotlib), or None."""
-    te = installed_version("transformer_engine")
+    te = build_version("transformer_engine")
     parsed = parse_version(te or "")
     if parsed is None or parsed.release >= parse_version(FIXED_IN).release:
         return None

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from teparity.stack import since, te_install
 from teparity.stack.symbols import BACKWARD_SYNC_SYMBOL
 from teparity.stack.te_gates import gate_for
-from teparity.stack.versions import installed_version, parse_version
+from teparity.stack.versions import build_version, parse_version
 
 if TYPE_CHECKING:
     from teparity.stack.environment import Environment
@@ -47,9 +47,9 @@ def import_failure(env: Environment) -> str | None:
 
 def unsupported_pair(env: Environment) -> str | None:
     """Why this thunder build's legacy TE executor refuses this TE at all (its version gate, as thunder
-    compares it: te_gates.py), or None: such a pair can only fall back to torch or fail, so the gate
-    fails it rather than testing what is left."""
-    thunder, te = parse_version(env.versions.thunder or ""), env.versions.transformer_engine
+    compares it: te_gates.py, the TE version as its metadata says; the thunder build as placed), or None: such a pair can
+    only fall back to torch or fail, so the gate fails it rather than testing what is left."""
+    thunder, te = parse_version(env.versions.thunder or ""), env.versions.installed_as("transformer_engine")
     if thunder is None or te is None or (gate := gate_for(thunder)) is None or gate.accepts(te):
         return None
     return f"lightning-thunder {thunder} does not support TransformerEngine {te}: it accepts TE where {gate.describe()}"
@@ -151,7 +151,7 @@ def recipe_declined(recipe_class: str, executor: ExecutorKind, env: Environment)
     """Why this executor / installed TE / GPU cannot run a recipe of class ``recipe_class``, or None."""
     if recipe_class == "DelayedScaling":
         return None
-    te = installed_version("transformer_engine")
+    te = build_version("transformer_engine")
     if recipe_class == "Float8CurrentScaling" and te is not None and not since.reached(te, since.CURRENT_SCALING_TE_SINCE):
         return f"Float8CurrentScaling needs TransformerEngine {since.CURRENT_SCALING_TE_SINCE}+ (installed {te})"
     if recipe_class == "Float8BlockScaling" and (reason := block_scaling_unsupported(env)):
@@ -167,7 +167,7 @@ def recipe_declined(recipe_class: str, executor: ExecutorKind, env: Environment)
 def block_scaling_unsupported(env: Environment) -> str | None:
     """Why TE's Float8BlockScaling cannot run here (TE's own rule, ``check_fp8_block_scaling_support``: compute
     capability 9.0+ and CUDA 12.9+; and a TE that defines it, read in its source without importing it), or None."""
-    te = installed_version("transformer_engine")
+    te = build_version("transformer_engine")
     if te is not None and not te_recipe_defined("Float8BlockScaling"):
         return f"TransformerEngine {te} has no Float8BlockScaling recipe"
     cuda = parse_version(env.torch_cuda or "")
@@ -239,6 +239,8 @@ def mutation_inapplicable(requires: str, env: Environment) -> str | None:
         return _no_ddp_transform_to_mutate(env)
     if requires == "fsdp-transform":
         return no_thunder(env)
+    if requires == "thunderfx":
+        return no_thunder(env) or feature_absent(None, env.versions.thunder, recipe_changes=False, compile_path="thunderfx")
     return no_fp8(env)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from teparity.stack.executors import ExecutorInfo, executor_module
 from teparity.stack.since import DDP_OF_JITTED_SINCE, reached
-from teparity.stack.versions import installed_version
+from teparity.stack.versions import build_version
 
 
 def jit_options(info: ExecutorInfo, fp8_recipe: Any | None = None) -> dict[str, Any]:
@@ -36,7 +36,7 @@ def jit_ddp(network: Any, jit_kwargs: dict[str, Any], **ddp_kwargs: Any) -> Any:
     import thunder
     import thunder.distributed
 
-    if not reached(installed_version("lightning-thunder"), DDP_OF_JITTED_SINCE):
+    if not reached(build_version("lightning-thunder"), DDP_OF_JITTED_SINCE):
         return thunder.jit(thunder.distributed.ddp(network, broadcast_from=None, **ddp_kwargs), **jit_kwargs)
     return thunder.distributed.ddp(thunder.jit(network, **jit_kwargs), broadcast_from=None, **ddp_kwargs)
 
@@ -63,6 +63,6 @@ def jit_fsdp(network: Any, jit_kwargs: dict[str, Any], strategy: str, device: st
                "device": torch.device(device)}
     if bucketing is not None:
         options["bucketing_strategy"] = thunder.distributed.FSDPBucketingStrategy[bucketing]
-    if not reached(installed_version("lightning-thunder"), DDP_OF_JITTED_SINCE):
+    if not reached(build_version("lightning-thunder"), DDP_OF_JITTED_SINCE):
         return thunder.jit(thunder.distributed.fsdp(network, **options), **jit_kwargs)
     return thunder.distributed.fsdp(thunder.jit(network, **jit_kwargs), **options)

@@ -1,5 +1,6 @@
 """The declared version matrix: ``matrix.toml`` at the repository's root names every stack (torch, TE, thunder)
-that teparity claims. A change to judging is done when every one of them is green (docs/conventions.md);
+that teparity claims: the GPU stacks, each a TE release with thunder builds on the GPU host's torch, and the CPU stacks,
+each a torch with thunder builds and no TE. A change to judging is done when every one of them is green (docs/conventions.md);
 ``python -m teparity run-matrix`` runs them (``teparity.tools.matrix_run``)."""
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ class MatrixFileError(Exception):
 @dataclasses.dataclass(frozen=True)
 class Stack:
     torch: str
-    te: str
+    #: The TE release; None for a CPU stack (no TE).
+    te: str | None
     thunder: str
 
     @property
     def name(self) -> str:
-        """The stack's name in file names and tables: ``te2.9.0-th0.2.6``."""
-        return f"te{self.te}-th{self.thunder}"
+        """The stack's name in file names and tables: ``te2.9.0-th0.2.6``; a CPU stack's ``cpu-torch2.12.1-th0.2.6``."""
+        return f"te{self.te}-th{self.thunder}" if self.te else f"cpu-torch{self.torch}-th{self.thunder}"
 
 
 def read(path: Path = DEFAULT) -> tuple[Stack, ...]:
@@ -51,8 +53,8 @@ def _stacks(path: Path, data: dict[str, Any]) -> tuple[Stack, ...]:
     def fail(what: str) -> MatrixFileError:
         return MatrixFileError(f"{path}: {what}")
 
-    if unknown := sorted(set(data) - {"torch", "te"}):
-        raise fail(f"unknown key(s) {', '.join(unknown)}: the file has 'torch' and [[te]] tables only")
+    if unknown := sorted(set(data) - {"torch", "te", "cpu"}):
+        raise fail(f"unknown key(s) {', '.join(unknown)}: the file has 'torch', [[te]] and [[cpu]] tables only")
     torch = _version(data.get("torch"), "torch", fail)
     tables = data.get("te")
     if not isinstance(tables, list) or not tables:
@@ -71,6 +73,27 @@ def _stacks(path: Path, data: dict[str, Any]) -> tuple[Stack, ...]:
             if stack in stacks:
                 raise fail(f"{where}: thunder {build} with TE {te} is declared twice")
             stacks.append(stack)
+    return tuple(stacks) + _cpu_stacks(data.get("cpu", []), fail)
+
+
+def _cpu_stacks(tables: Any, fail: Any) -> tuple[Stack, ...]:
+    """The ``[[cpu]]`` tables' stacks: each torch of a table with each of its thunder builds, no TE."""
+    if not isinstance(tables, list):
+        raise fail("'cpu' must be [[cpu]] tables, each with 'torch' and 'thunder' lists")
+    stacks: list[Stack] = []
+    for number, table in enumerate(tables, 1):
+        where = f"[[cpu]] table {number}"
+        if unknown := sorted(set(table) - {"torch", "thunder"}):
+            raise fail(f"{where}: unknown key(s) {', '.join(unknown)}: a [[cpu]] table has 'torch' and 'thunder'")
+        torches, builds = table.get("torch"), table.get("thunder")
+        if not isinstance(torches, list) or not torches or not isinstance(builds, list) or not builds:
+            raise fail(f"{where}: 'torch' and 'thunder' must be non-empty lists of versions")
+        for torch in torches:
+            for build in builds:
+                stack = Stack(_version(torch, f"{where}: a torch", fail), None, _version(build, f"{where}: a thunder build", fail))
+                if stack in stacks:
+                    raise fail(f"{where}: thunder {build} with torch {torch} is declared twice")
+                stacks.append(stack)
     return tuple(stacks)
 
 

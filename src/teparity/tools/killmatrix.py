@@ -72,6 +72,15 @@ def kill_matrix(
         cleaning = beside.submit(gate, None)
         verdicts = dict(zip(applicable, pool.map(judge, applicable)))
         clean = cleaning.result()
+    rows, ok = _rows(clean, reasons, verdicts)
+    return _table(rows), ok
+
+
+def _rows(
+    clean: GateRun, reasons: dict[str, str | None], verdicts: dict[str, tuple[str, str]],
+) -> tuple[list[tuple[str, str, str]], bool]:
+    """The matrix's rows (the clean run's, then each mutation's: its verdict and its killers, or why not), and whether
+    it passed: the clean run exited 0 with tests passed, and every applicable mutant was killed."""
     passed = clean.tests_that("pass")
     ok = clean.returncode == 0 and bool(passed)
     verdict = "pass" if ok else f"FAIL (exit {clean.returncode}, {len(passed)} tests passed)"
@@ -83,7 +92,12 @@ def kill_matrix(
         verdict, why = verdicts[name]
         ok = ok and verdict == "killed"
         rows.append((name, verdict, why))
+    return rows, ok
+
+
+def _table(rows: list[tuple[str, str, str]]) -> str:
+    """The rows as a table of aligned columns: mutation, verdict, killed by / why."""
     widths = [max(len(row[i]) for row in rows) for i in range(2)]
     lines = [f"{'mutation'.ljust(widths[0])}  {'verdict'.ljust(widths[1])}  killed by / why"]
     lines += [f"{m.ljust(widths[0])}  {v.ljust(widths[1])}  {w}" for m, v, w in rows]
-    return "\n".join(lines), ok
+    return "\n".join(lines)

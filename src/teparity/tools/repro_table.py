@@ -66,7 +66,7 @@ def run_all_here(jobs: int, json_path: Path | None, timeout_s: float,
         for future in [pool.submit(one, entry_id) for entry_id in entries]:
             future.result()
     versions = Versions.installed()
-    data = {"schema": SCHEMA, "versions": dataclasses.asdict(versions), "python": sys.version.split()[0],
+    data = {"schema": SCHEMA, "versions": versions.to_json(), "python": sys.version.split()[0],
             "jobs": jobs, "timeout_s": timeout_s, "entries": [done[entry_id] for entry_id in sorted(done)]}
     counts = Counter(result["verdict"] for result in data["entries"])
     said = ", ".join(f"{count} {verdict}" for verdict, count in sorted(counts.items()))

@@ -10,12 +10,15 @@ from teparity.stack.versions import Versions
 
 def markdown_summary(report: ParityReport, exit_status: int | None = None) -> str:
     env = report.environment
-    versions = env.get("versions", {})
-    stack = Versions(versions.get("torch"), versions.get("thunder"), versions.get("transformer_engine")).describe()
+    versions = Versions(**{key: value for key, value in env.get("versions", {}).items()
+                           if key in ("torch", "thunder", "transformer_engine", "sources")})
     lines = [
         f"## teparity: {report.verdict(exit_status)}",
         "",
-        f"{stack}; teparity {env.get('teparity_commit')}; world size {env.get('world_size')}, backend {env.get('backend')}",
+        *_what_the_change_did(report),
+        f"{versions.describe()}; teparity {env.get('teparity_commit')}; world size {env.get('world_size')}, backend "
+        f"{env.get('backend')}",
+        *(f"- placed by its source: {placed}" for placed in versions.placements()),
     ]
     notes = Footnotes()
     executors = report.executors()
@@ -32,6 +35,14 @@ def markdown_summary(report: ParityReport, exit_status: int | None = None) -> st
             # The report's excerpt whole (``teparity.gate.evidence``): each failed rank's exception is in it.
             lines += ["", f"**{test.outcome}** `{test.nodeid}` ({check})", "", "```", test.evidence, "```"]
     return "\n".join(lines) + "\n"
+
+
+def _what_the_change_did(report: ParityReport) -> list[str]:
+    """A run against its base opens with its change's verdict: what it broke, what was red already, what it fixed."""
+    if (base := report.against_base) is None:
+        return []
+    return [f"**What this change did** (against the base `{base['base']}`): {base['summary']}", "",
+            *(f"- {line}" for line in base.get("lines", [])), ""]
 
 
 def missing_report(path: str, why: str, exit_status: int | None) -> str:

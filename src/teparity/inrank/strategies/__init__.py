@@ -1,11 +1,12 @@
 """The rank code of each strategy (``teparity.strategies.STRATEGIES``), a module apiece: ``program(side, plain, spec,
-group, case, executor, recipe)`` builds one side's ``sides.Program``, which ``sides``' one step loop trains."""
+group, case, executor, recipe)`` builds one side's ``teparity.inrank.program.Program`` from that module's parts, and
+``teparity.inrank.sides``' one step loop trains it."""
 
 from __future__ import annotations
 
 import importlib
 
-from teparity.inrank.sides import Builder
+from teparity.inrank.program import Builder
 from teparity.records import PairSpec
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from teparity.inrank.sides import Program, compile_thunder, eager_module, eager_program, thunder_network, thunder_options, thunder_program
+from teparity.inrank.program import Program, compile_thunder, eager_module, eager_program, thunder_network, thunder_options, thunder_program
 from teparity.records import Case, PairSpec, Side
 from teparity.stack.executors import ExecutorInfo
 

@@ -1,11 +1,12 @@
 """thunder's DDP (``thunder.distributed.ddp`` of ``thunder.jit``) against torch DDP + eager TE, whose gradient
-accumulation is thunder's (``sides.ThunderStyleAccumulation``)."""
+accumulation is thunder's (``teparity.inrank.accumulation.ThunderStyleAccumulation``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from teparity.inrank.sides import Program, eager_module, eager_program, thunder_network, thunder_no_sync, thunder_options, thunder_program
+from teparity.inrank.accumulation import thunder_no_sync
+from teparity.inrank.program import Program, eager_module, eager_program, thunder_network, thunder_options, thunder_program
 from teparity.records import Case, PairSpec, Side
 from teparity.stack.executors import ExecutorInfo
 from teparity.stack.thunder_api import jit_ddp

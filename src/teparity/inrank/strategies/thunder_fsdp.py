@@ -24,9 +24,9 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from teparity.inrank import sides
 from teparity.inrank.fsdp_transform import fully_shard_network, gather_shard
-from teparity.inrank.sides import Program, eager_module, thunder_network, thunder_no_sync, thunder_options, thunder_program
+from teparity.inrank.accumulation import thunder_no_sync
+from teparity.inrank.program import Program, eager_module, eager_program, rank_device, thunder_network, thunder_options, thunder_program
 from teparity.records import Case, PairSpec, Side
 from teparity.stack.executors import ExecutorInfo
 from teparity.stack.te_api import te_autocast
@@ -56,11 +56,11 @@ def sharded(program: Program) -> Program:
 
 
 def eager_reference(module: Any, spec: PairSpec, group: Any) -> Program:
-    """The eager side: the ``te.Linear`` twins (or a defect model of them: ``sides.eager_module``) under the spec's
+    """The eager side: the ``te.Linear`` twins (or a defect model of them: ``teparity.inrank.program.eager_module``) under the spec's
     reference (module docstring): the network, the parameters it steps, how a gradient becomes full, and the context
     of a micro-batch whose gradient is not reduced."""
-    if spec.reference == "ddp":
-        return sides.eager_program(module, spec, group, ddp=True)
+    if spec.parallel.sharded_reference(spec) == "ddp":
+        return eager_program(module, spec, group, ddp=True)
     if spec.model is not None:
         raise NotImplementedError(f"the defect model {spec.model} under torch FSDP2: the fsdp tier models defects against "
                                   "its DDP reference only (gloo ranks sharing a GPU)")
@@ -92,7 +92,7 @@ def _thunder_fsdp(plain: Any, spec: PairSpec, group: Any, info: ExecutorInfo, re
     """The thunder side: thunder's FSDP of the jitted network (under activation checkpointing where the spec asks), its
     shards gathered to full gradients."""
     shapes = {name: tuple(p.shape) for name, p in plain.named_parameters()}
-    compiled = jit_fsdp(thunder_network(plain, spec), thunder_options(spec, info, recipe), spec.sharding, sides._device(),
+    compiled = jit_fsdp(thunder_network(plain, spec), thunder_options(spec, info, recipe), spec.sharding, rank_device(),
                         spec.bucketing)
     return thunder_program(compiled, plain, spec, group, no_sync=thunder_no_sync(compiled),
                            full=lambda name, grad: gather_shard(grad, shapes[name]))

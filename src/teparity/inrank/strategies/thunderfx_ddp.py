@@ -8,17 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from teparity.inrank import networks
-from teparity.inrank.sides import Program, compile_thunder, eager_module, eager_program, thunder_network, thunder_options, thunder_program
+from teparity.inrank.program import Program, compile_thunder, eager_module, eager_program, thunder_network, thunder_options, thunder_program, torch_ddp
 from teparity.records import Case, PairSpec, Side
 from teparity.stack.executors import ExecutorInfo
-
-
-def torch_ddp(module: Any) -> Any:
-    """torch DDP over ``module`` on this rank's GPU (NCCL: one GPU per rank; gloo: no device ids)."""
-    import torch
-
-    device_ids = [torch.cuda.current_device()] if torch.distributed.get_backend() == "nccl" else None
-    return torch.nn.parallel.DistributedDataParallel(module, device_ids=device_ids)
 
 
 def program(side: Side, plain: Any, spec: PairSpec, group: Any, case: Case, info: ExecutorInfo, recipe: Any) -> Program:

@@ -69,6 +69,27 @@ def outside(got: torch.Tensor, want: torch.Tensor) -> int:
     return int(((got - want).abs() > 0.0625 + 0.125 * want.abs()).sum())
 
 
+def compared(kind: str, names: list, got: list, eager: list, copies: list) -> "tuple[str, str | None]":
+    """What one executor's run says, from its trace's symbol `names` and its tensors `got` beside eager TE's on the fp32
+    tensors and on bfloat16 copies: the outcome, and the tensors outside TE's tolerance where it reproduces (else None)."""
+    linears = len(SIZES) - 1
+    held = sum(n.startswith("te_linear_") for n in names) if kind == "legacy" else names.count("te_functional_linear_fwd")
+    off_copies = max((g - c).abs().max().item() for g, c in zip(got, copies))
+    off_eager = {name: (outside(g, e), g.numel(), (g - e).abs().max().item()) for name, g, e in zip(TENSORS, got, eager)}
+    parted = ", ".join(f"{name} {n}/{size} (max {d:.3g})" for name, (n, size, d) in off_eager.items() if n)
+    if held < linears:
+        return f"{kind}: TE held {held} of {linears} linears (another defect: torch ran the others)", None
+    if off_copies <= 2**-10 and parted:
+        return (f"{kind}: thunder's output and gradients are eager TE's on bfloat16 copies (within "
+                f"{off_copies:.3g}); outside TE's tolerance of eager TE's on the fp32 tensors: {parted}"), parted
+    if off_copies <= 2**-10:
+        return (f"{kind}: thunder quantizes bfloat16 copies (within {off_copies:.3g}) but stays within TE's "
+                "tolerance of eager TE"), None
+    worst = max(d for _, _, d in off_eager.values())
+    return (f"{kind}: thunder is {off_copies:.3g} from eager TE on bfloat16 copies and {worst:.3g} from "
+            f"eager TE on the fp32 tensors{f' ({parted} outside its tolerance)' if parted else ''}"), None
+
+
 def main() -> None:
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (8, 9):
         cannot("no FP8 GPU (compute capability 8.9 or newer)")
@@ -88,7 +109,7 @@ def main() -> None:
     eager = step(eager_model, list(eager_model.parameters()), te_fp8)
     copies_model = mlp(lambda a, b: te.Linear(a, b, bias=False, params_dtype=torch.bfloat16))
     copies = step(copies_model, list(copies_model.parameters()), te_fp8, bf16_input=True)
-    linears, reproduced, outcomes = len(SIZES) - 1, [], []
+    reproduced, outcomes = [], []
     for kind in CANDIDATES:
         options = executor_options(thunder, kind, recipe)
         if options is None:
@@ -104,23 +125,10 @@ def main() -> None:
             print(outcomes[-1])
             continue
         names = [bsym.sym.name for bsym in thunder.last_traces(jitted)[-1].bound_symbols]
-        held = sum(n.startswith("te_linear_") for n in names) if kind == "legacy" else names.count("te_functional_linear_fwd")
-        off_copies = max((g - c).abs().max().item() for g, c in zip(got, copies))
-        off_eager = {name: (outside(g, e), g.numel(), (g - e).abs().max().item()) for name, g, e in zip(TENSORS, got, eager)}
-        parted = ", ".join(f"{name} {n}/{size} (max {d:.3g})" for name, (n, size, d) in off_eager.items() if n)
-        if held < linears:
-            outcomes.append(f"{kind}: TE held {held} of {linears} linears (another defect: torch ran the others)")
-        elif off_copies <= 2**-10 and parted:
+        outcome, parted = compared(kind, names, got, eager, copies)
+        if parted:
             reproduced.append(f"{kind} executor: {parted}")
-            outcomes.append(f"{kind}: thunder's output and gradients are eager TE's on bfloat16 copies (within "
-                            f"{off_copies:.3g}); outside TE's tolerance of eager TE's on the fp32 tensors: {parted}")
-        elif off_copies <= 2**-10:
-            outcomes.append(f"{kind}: thunder quantizes bfloat16 copies (within {off_copies:.3g}) but stays within TE's "
-                            "tolerance of eager TE")
-        else:
-            worst = max(d for _, _, d in off_eager.values())
-            outcomes.append(f"{kind}: thunder is {off_copies:.3g} from eager TE on bfloat16 copies and {worst:.3g} from "
-                            f"eager TE on the fp32 tensors{f' ({parted} outside its tolerance)' if parted else ''}")
+        outcomes.append(outcome)
         print(outcomes[-1])
     if not outcomes:
         cannot("this thunder has neither TE executor")

@@ -1,5 +1,0 @@
-# The TE 2.9.0 call, from the repository root on the GPU host at teparity 8440227, carrying .gpu/te-2.9.0 (the TE
-# release's bundle), .gpu/thunder-builds.tar.xz (the declared thunder builds' wheel contents) and .gpu/th2024 (the
-# wheels of thunder 0.2.0.dev20240728, igraph 1.0.0 and texttable): the 7 stacks side by side, then every reproduction
-# on thunder 0.2.3 and 0.2.4; beside them, the DDP per-cache-entry reproduction on thunder 0.2.0.dev20240728.
-export TEPARITY_COMMIT=8440227 CALL_S=540 REPRO="2.9.0/0.2.3 2.9.0/0.2.4"; R=$OUT/repro-grad-accumulation-th0.2.0.dev20240728-te2.9.0.txt; (sleep 90; python3 -m pip install -q --no-deps --target /tmp/th2024 .gpu/th2024/*.whl > /dev/null 2>&1; PYTHONPATH=/tmp/th2024:/tmp/te-site-2.9.0 timeout 240 python3 src/teparity/known/repros/grad-accumulation-fp8-state-per-cache-entry.py > $R 2>&1; echo "exit $?" >> $R) & bash scripts/gpu-call.sh .gpu/thunder-builds.tar.xz 2.9.0=.gpu/te-2.9.0 > $OUT/call.log 2>&1; wait; cat $OUT/call.log; cat $OUT/matrix-te2.9.0.txt; tail -5 $R
