@@ -1,4 +1,4 @@
-"""Never green without thunder. In a Python where lightning-thunder is not installed (as in a CI job that forgot it,
+"""Never green without thunder, or with a thunder that does not import under its torch. In a Python where lightning-thunder is not installed (as in a CI job that forgot it,
 or that ran the gate with another Python) every check would skip and the run pass; instead the gate stops at start-up,
 red, with what to install, ``doctor`` exits 1 saying the same, and the job summary of the run's report says RED. A
 run without thunder on purpose asks for it by its option."""
@@ -58,3 +58,27 @@ def test_a_run_without_thunder_on_purpose_skips_every_check_and_says_so(venv_wit
     assert "teparity: NO THUNDER, every check skips (--teparity-allow-no-thunder)" in said, said
     assert "teparity: GREEN (exit 0): 0 FAIL, 0 XPASS; 0 pass, 0 known, " in said, said
     assert "skip (no lightning-thunder: --teparity-allow-no-thunder)" in said and " passed" not in said, said
+
+
+#: The newest torch that this machine kind holds offline (pip's find-links); thunder 0.2.6 .. 0.2.7 import up to 2.12.
+NEWEST_TORCH = "2.13.0"
+
+
+def test_the_gate_on_a_torch_thunder_does_not_import_is_red_with_the_reason(venv_without: Callable[..., Path], tmp_path: Path) -> None:
+    """A user who upgrades torch first: thunder is installed but fails to import under it, and the gate fails every
+    test with thunder's own error, says so in its verdict, and ``doctor`` exits 1 saying the same."""
+    import sys
+
+    python = venv_without("torch")
+    pip = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-index", "--no-deps",
+                          f"torch=={NEWEST_TORCH}"], capture_output=True, text=True)
+    if pip.returncode:
+        pytest.skip(f"no torch {NEWEST_TORCH} wheel offline for this Python: {pip.stderr.strip()[-300:]}")
+    gate = _run(python, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", f"--basetemp={tmp_path / 'base'}",
+                "tests/trace/test_thunderfx.py")
+    said = unwrapped(unwrapped(gate.stdout), CONTINUED_INDENT)
+    assert gate.returncode == pytest.ExitCode.TESTS_FAILED, said[-3000:] + gate.stderr[-3000:]
+    assert f"torch {NEWEST_TORCH}" in said and "the system under test is installed but does not import: lightning-thunder" in said, said
+    assert "teparity: RED (exit 1): 2 FAIL, 0 XPASS; the system under test does not import or is an unsupported pair: " in said, said
+    doctor = _run(python, "-m", "teparity", "doctor")
+    assert doctor.returncode == 1 and "EVERY GATE TEST FAILS here: lightning-thunder" in doctor.stdout, doctor.stdout + doctor.stderr
