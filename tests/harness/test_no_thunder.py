@@ -1,12 +1,14 @@
-"""Never green without thunder, or with a thunder that does not import under its torch. In a Python where lightning-thunder is not installed (as in a CI job that forgot it,
-or that ran the gate with another Python) every check would skip and the run pass; instead the gate stops at start-up,
-red, with what to install, ``doctor`` exits 1 saying the same, and the job summary of the run's report says RED. A
-run without thunder on purpose asks for it by its option."""
+"""Never green without thunder, or with a thunder that does not import under its torch. In a Python where
+lightning-thunder is not installed (as in a CI job that forgot it, or that ran the gate with another Python) every check
+would skip and the run pass; instead the gate stops at start-up, red, with what to install, ``doctor`` exits 1 saying
+the same, and the job summary of the run's report says RED. A run without thunder on purpose asks for it by its
+option. Under a torch too new for it thunder is installed but fails to import: every test fails with its error."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -60,15 +62,13 @@ def test_a_run_without_thunder_on_purpose_skips_every_check_and_says_so(venv_wit
     assert "skip (no lightning-thunder: --teparity-allow-no-thunder)" in said and " passed" not in said, said
 
 
-#: The newest torch that this machine kind holds offline (pip's find-links); thunder 0.2.6 .. 0.2.7 import up to 2.12.
+#: A torch that no declared thunder imports (they import up to 2.12), installed without the network where pip finds it.
 NEWEST_TORCH = "2.13.0"
 
 
 def test_the_gate_on_a_torch_thunder_does_not_import_is_red_with_the_reason(venv_without: Callable[..., Path], tmp_path: Path) -> None:
     """A user who upgrades torch first: thunder is installed but fails to import under it, and the gate fails every
     test with thunder's own error, says so in its verdict, and ``doctor`` exits 1 saying the same."""
-    import sys
-
     python = venv_without("torch")
     pip = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-index", "--no-deps",
                           f"torch=={NEWEST_TORCH}"], capture_output=True, text=True)
