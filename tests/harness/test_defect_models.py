@@ -312,6 +312,10 @@ def test_each_thunderfx_case_is_compiled_as_its_own_program() -> None:
         return [type(node.meta.get("example_value")).__name__ for info in compiled._backend.subgraph_infos
                 for node in info.original_graph_module.graph.nodes if node.op == "placeholder"]
 
+    if (entry := BY_ID["thunderfx-cannot-interpret-torch-2.12-fx-codegen"]).holds_for_versions(Versions.installed()):
+        with pytest.raises(Exception, match="MappingKeysView|attribute nodes of Graph object out of sync"):
+            inputs_of_a_compile((48, 64, 32, 16), None, (16,))
+        pytest.skip(f"thunderfx cannot compile here: known defect {entry.id} (its first call raised, as the entry says)")
     inputs_of_a_compile((48, 64, 32, 16), None, (16,))
     assert "SymInt" not in inputs_of_a_compile((48, 64, 32, 16), "gelu", (2, 8))
 

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from teparity.known.registry import BY_ID
+from teparity.stack.versions import Versions
+
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [
     pytest.mark.multirank,
@@ -48,8 +51,11 @@ def test_the_ddp_trace_checks_run_on_torchrun_ranks(tmp_path: Path) -> None:
     report = tmp_path / "report.json"
     output = _torchrun("-m", "pytest", "tests/trace", "-k", "ddp", "-p", "no:xdist", "-p", "no:cacheprovider", "-rA",
                        "--teparity-report", str(report), cwd=REPO)
-    # Both torchrun processes ran the 3 DDP sync checks, ddp-transform-matches-torch-ddp and thunderfx-matches-torch[ddp].
-    assert output.count("5 passed") == 2, output[-4000:]
+    # Both torchrun processes ran the 3 DDP sync checks, ddp-transform-matches-torch-ddp and thunderfx-matches-torch[ddp]
+    # (known where thunderfx cannot run on this torch).
+    thunderfx_known = BY_ID["thunderfx-cannot-interpret-torch-2.12-fx-codegen"].holds_for_versions(Versions.installed())
+    for said in ("4 passed", "1 xfailed") if thunderfx_known else ("5 passed",):
+        assert output.count(said) == 2, output[-4000:]
     assert output.count("teparity: world size 2, backend gloo") == 2, output[-4000:]
     environment = json.loads(report.read_text())["environment"]  # rank 0 writes it
     assert (environment["world_size"], environment["backend"]) == (2, "gloo")

@@ -54,3 +54,6 @@ COMBINATIONS_RUN_TE220 = "docs/results/h200-te2.20.2-640b276-combinations"
 #: The strategies' first rows (torch DDP and FSDP2 around thunderfx, FSDP + activation checkpointing) on thunder 0.2.2 ..
 #: 0.2.7.dev20260201 with TE 2.9.0, before their failures were registered.
 STRATEGIES_RUN_TE29 = "docs/results/h200-te2.9.0-8cf5409-strategies"
+#: The CPU matrix on torch 2.12.1 (every declared thunder build, no TE) at 301e53a, and the reproduction on torch
+#: 2.11.0, 2.12.0 and 2.12.1.
+CPU_TORCH212_RUN = "docs/results/cpu-torch2.12.1-301e53a"

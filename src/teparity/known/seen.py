@@ -36,6 +36,7 @@ NEWEST_SEEN: dict[str, tuple[str | None, str | None]] = {
     "functional-jit-checkpointing-backward-unbound": ('0.2.4', '2.9.0'),
     "functional-checkpointing-updates-fp8-state-twice": ('0.2.5.dev20250803', '2.9.0'),
     "thunder-sdpa-params-predate-torch-2.5": ('0.2.0.dev20240728', '1.8.0'),
+    "thunderfx-cannot-interpret-torch-2.12-fx-codegen": ('0.2.7.dev20260201', None),
     "thunder-torchcompile-cat-segfault-on-llama": ('0.2.0.dev20240901', '1.8.0'),
     "thunder-jit-cannot-trace-checkpoint-before-2025": ('0.2.0.dev20240901', '1.8.0'),
 }

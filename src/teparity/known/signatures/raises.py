@@ -207,6 +207,33 @@ def _symbolic_values_cannot_unpack(evidence: PartedFromEagerEvidence, env: Envir
 _UNPACKING_FROM_PROVENANCE = "Exception occured unpacking object from ProvenanceRecord"
 
 
+#: What thunder raises, by build, interpreting torch 2.12's fx code generation: 0.2.5 and later its own len() of a
+#: keys view, 0.2.1 .. 0.2.4 torch.fx's check on the Graph's node list (wrapped in thunder's InterpreterError).
+_FX_CODEGEN_RAISES = {
+    "builtins.TypeError": ("object of type 'MappingKeysView' has no len()", "delete_unused_values"),
+    "thunder.core.interpreter.InterpreterError": ("AssertionError: attribute nodes of Graph object out of sync",
+                                                  "_python_code"),
+}
+
+
+def _fx_codegen_not_interpreted(evidence: dict[str, Any], env: Environment) -> bool:
+    """Every rank raised (``RaisedOnTheRanks``), or every thunder-side error is (a case's, a rank's), one of
+    ``_FX_CODEGEN_RAISES`` inside torch.fx's code generation, and nothing else failed."""
+    if "world_size" in evidence:
+        errors = evidence["errors"]
+        return len(errors) == evidence["world_size"] and all(
+            e["type"] in _FX_CODEGEN_RAISES and _FX_CODEGEN_RAISES[e["type"]][0] in e["message"]
+            and {"_python_code", _FX_CODEGEN_RAISES[e["type"]][1]} <= set(e["functions"])
+            for e in errors
+        )
+    tracebacks = _tracebacks_of_thunder(evidence)
+    return bool(tracebacks) and all(
+        " in _python_code" in text and any(said in text and f" in {function}" in text
+                                           for said, function in _FX_CODEGEN_RAISES.values())
+        for text in tracebacks
+    )
+
+
 # -- the signatures -------------------------------------------------------------------------------
 
 FP32_BIAS_GEMM = Signature(
@@ -306,5 +333,13 @@ SYMBOLIC_VALUES_CANNOT_UNPACK = Signature(
     _symbolic_values_cannot_unpack,
     f"under cache='symbolic values' every case raised on the thunder side NotImplementedError '{_UNPACKING_FROM_PROVENANCE}', "
     "and no number differs",
+    bounded=True,
+)
+FX_CODEGEN_NOT_INTERPRETED = Signature(
+    (RaisedOnTheRanks, PartedFromEager, RanksFailed),
+    _fx_codegen_not_interpreted,
+    "every rank, or every thunder-side error, raised inside torch.fx's code generation (_python_code) TypeError "
+    "\"object of type 'MappingKeysView' has no len()\" in delete_unused_values, or thunder's InterpreterError of "
+    "AssertionError 'attribute nodes of Graph object out of sync', and nothing else failed",
     bounded=True,
 )

@@ -1,7 +1,7 @@
 """The known defects of thunder's tracing and transforms beside the TE executors: what reaches the executors
 (torch.autocast's bfloat16 copies, a no-grad trace's ltorch.linear), what fails to trace (a module's parameters under
-symbolic values; SDPA's parameters on torch 2.5+, a thunder/torch pairing) and what dies fusing (torchcompile_cat on
-thunder's 2024 builds)."""
+symbolic values; SDPA's parameters on torch 2.5+ and thunderfx on torch 2.12, thunder/torch pairings) and what dies
+fusing (torchcompile_cat on thunder's 2024 builds)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from teparity.known.defect import KnownDefect
 from teparity.known.runs import (
     COMBINATIONS_RUN_TE220,
     COMBINATIONS_RUN_TE29,
+    CPU_TORCH212_RUN,
     FEATURES_RUN,
     FEATURES_RUN_TE29,
     RELEASES_RUN_TE29,
@@ -106,4 +107,26 @@ THUNDER_TORCHCOMPILE_CAT_SEGFAULT_ON_LLAMA = KnownDefect(
     "docs/results/cpu-thunder-2024-sdpa-checkpoint-nograd). The range is the builds seen: on 0.2.2 with TE 2.20.2 the "
     "legacy executor claims no linear and the same pass does not crash",
     seen=(TE18_RUN, TE18_RUN_B4F3E73),
+)
+
+THUNDERFX_CANNOT_INTERPRET_TORCH_2_12_FX_CODEGEN = KnownDefect(
+    id="thunderfx-cannot-interpret-torch-2.12-fx-codegen",
+    summary="a thunder/torch pairing: on torch 2.12 thunderfx raises at its first call, inside torch.fx's code "
+    "generation of the split graph module, which thunder's interpreter traces",
+    executors=(None, "legacy", "functional"),
+    signature=signatures.FX_CODEGEN_NOT_INTERPRETED,
+    checks=(checks.THUNDERFX_TRANSFORM, checks.THUNDERFX, checks.DDP_THUNDERFX, checks.FSDP2_THUNDERFX,
+            "activation-checkpointing[thunderfx-delayed]", "activation-checkpointing[thunderfx-delayed-e4m3-len4-max]",
+            "fsdp-activation-checkpointing[fsdp2-thunderfx-zero3]"),
+    thunder=">=0.2.1,<0.2.8",
+    te=">=1.6",
+    without_te=True,
+    torch=">=2.12,<2.13",
+    cause="torch 2.12's GraphModule recompiles lazily, so thunder's interpreter traces torch/fx/graph.py _python_code "
+    "when thunderfx first calls a split module: from 0.2.5 it fails on `len(user.users.keys())` in delete_unused_values "
+    "(thunder/core/interpreter.py's len() has no keys view: thunder.jit of `len(d.keys())` raises on torch 2.11 too), "
+    "0.2.1 .. 0.2.4 on the Graph's node list. Every declared build raises on the CPU with torch 2.12.1 "
+    "(thunderfx-matches-torch), 0.2.6 with 2.12.0 too, none with 2.11.0. The TE rows compiled with thunderfx meet the "
+    "same call: covered by reading, not run (the GPU hosts have torch 2.11.0)",
+    seen=(CPU_TORCH212_RUN,),
 )
