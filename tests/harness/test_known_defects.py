@@ -663,9 +663,11 @@ SIGNATURES.update({
 FX_CODEGEN_FUNCTIONS = ("thunderfx_run", "_wrapped_call_impl", "_call_impl", "forward", "recompile", "real_recompile",
                         "_real_recompile", "python_code", "_python_code", "_gen_python_code", "delete_unused_values")
 KEYS_VIEW = "object of type 'MappingKeysView' has no len()"
-#: thunder 0.2.1's form of it (the same run): torch.fx's own check, inside thunder's interpreter.
+#: thunder 0.2.1 .. 0.2.4's form of it (the same run): torch.fx's own check, met inside thunder's interpreter.
 OUT_OF_SYNC = ("Encountered exception AssertionError: attribute nodes of Graph object out of sync: "
                "<torch.fx.graph._node_list object at 0x7f>")
+WRAPPING_FUNCTIONS = ("thunderfx_run", "_wrapped_call_impl", "_call_impl", "forward", "wrapped", "fn_", "cache_info_wrapper",
+                      "get_computation_and_inputs", "acquire_initial_trace", "thunder_general_jit", "fn_")
 FX_CODEGEN_TRACEBACK = (f"File \"graph.py\", line 2009, in _python_code\n  File \"graph.py\", line 946, in _gen_python_code\n"
                         f"  File \"graph.py\", line 646, in delete_unused_values\nTypeError: {KEYS_VIEW}")
 
@@ -683,7 +685,9 @@ SIGNATURES.update({
             ("another TypeError", _fx_raised(message="unsupported operand type(s)"), _env()),
             ("the same message outside the code generation", _fx_raised(functions=FX_CODEGEN_FUNCTIONS[:4]), _env()),
             ("another InterpreterError", _fx_raised(type="thunder.core.interpreter.InterpreterError",
-                                                    functions=FX_CODEGEN_FUNCTIONS[:9]), _env()),
+                                                    functions=WRAPPING_FUNCTIONS), _env()),
+            ("the assertion outside thunder's jit", _fx_raised(type="thunder.core.interpreter.InterpreterError",
+                                                                    message=OUT_OF_SYNC, functions=FX_CODEGEN_FUNCTIONS), _env()),
             ("the eager side raised it", _unpack_parted(("eager", FX_CODEGEN_TRACEBACK)), _env()),
             ("numbers differ too", _parted(micro_batches=1, numeric_differences=1,
                                            case_errors=[{"case": Case(), "side": "thunder", "error": FX_CODEGEN_TRACEBACK}]), _env()),
@@ -698,10 +702,9 @@ def test_the_torch_2_12_signature_reads_each_builds_form() -> None:
     """0.2.1 .. 0.2.4 raise torch.fx's own assertion inside thunder's interpreter, 0.2.5 and later the TypeError;
     a thunder case or a rank that raised either form matches too."""
     entry = known_defects.BY_ID["thunderfx-cannot-interpret-torch-2.12-fx-codegen"]
-    interpreted = _fx_raised(type="thunder.core.interpreter.InterpreterError", message=OUT_OF_SYNC,
-                             functions=FX_CODEGEN_FUNCTIONS[:9])
-    out_of_sync = FX_CODEGEN_TRACEBACK.replace(f"TypeError: {KEYS_VIEW}", f"InterpreterError: {OUT_OF_SYNC}").replace(
-        "in delete_unused_values", "in _python_code")
+    interpreted = _fx_raised(type="thunder.core.interpreter.InterpreterError", message=OUT_OF_SYNC, functions=WRAPPING_FUNCTIONS)
+    out_of_sync = (f"File \"jit_ext.py\", line 1800, in thunder_general_jit\n  File \"interpreter.py\", line 1200, in fn_\n"
+                   f"thunder.core.interpreter.InterpreterError: {OUT_OF_SYNC}")
     for failure in (interpreted, _unpack_parted(("thunder", FX_CODEGEN_TRACEBACK), ("thunder", out_of_sync)),
                     RanksFailed([RankFailure(r, "raised", "raised", FX_CODEGEN_TRACEBACK) for r in (0, 1)],
                                 pids=[], header="h", footer="f")):

@@ -207,12 +207,13 @@ def _symbolic_values_cannot_unpack(evidence: PartedFromEagerEvidence, env: Envir
 _UNPACKING_FROM_PROVENANCE = "Exception occured unpacking object from ProvenanceRecord"
 
 
-#: What thunder raises, by build, interpreting torch 2.12's fx code generation: 0.2.5 and later its own len() of a
-#: keys view, 0.2.1 .. 0.2.4 torch.fx's check on the Graph's node list (wrapped in thunder's InterpreterError).
+#: What thunder raises, by build, interpreting torch 2.12's fx code generation, and the functions its traceback runs
+#: through: 0.2.5 and later its own len() of a keys view in torch.fx's ``delete_unused_values``; 0.2.1 .. 0.2.4
+#: torch.fx's check on the Graph's node list, met inside thunder's interpreter (an InterpreterError of thunder's jit).
 _FX_CODEGEN_RAISES = {
-    "builtins.TypeError": ("object of type 'MappingKeysView' has no len()", "delete_unused_values"),
+    "builtins.TypeError": ("object of type 'MappingKeysView' has no len()", ("_python_code", "delete_unused_values")),
     "thunder.core.interpreter.InterpreterError": ("AssertionError: attribute nodes of Graph object out of sync",
-                                                  "_python_code"),
+                                                  ("thunder_general_jit",)),
 }
 
 
@@ -223,13 +224,13 @@ def _fx_codegen_not_interpreted(evidence: dict[str, Any], env: Environment) -> b
         errors = evidence["errors"]
         return len(errors) == evidence["world_size"] and all(
             e["type"] in _FX_CODEGEN_RAISES and _FX_CODEGEN_RAISES[e["type"]][0] in e["message"]
-            and {"_python_code", _FX_CODEGEN_RAISES[e["type"]][1]} <= set(e["functions"])
+            and set(_FX_CODEGEN_RAISES[e["type"]][1]) <= set(e["functions"])
             for e in errors
         )
     tracebacks = _tracebacks_of_thunder(evidence)
     return bool(tracebacks) and all(
-        " in _python_code" in text and any(said in text and f" in {function}" in text
-                                           for said, function in _FX_CODEGEN_RAISES.values())
+        any(said in text and all(f" in {function}\n" in text for function in functions)
+            for said, functions in _FX_CODEGEN_RAISES.values())
         for text in tracebacks
     )
 
@@ -338,8 +339,8 @@ SYMBOLIC_VALUES_CANNOT_UNPACK = Signature(
 FX_CODEGEN_NOT_INTERPRETED = Signature(
     (RaisedOnTheRanks, PartedFromEager, RanksFailed),
     _fx_codegen_not_interpreted,
-    "every rank, or every thunder-side error, raised inside torch.fx's code generation (_python_code) TypeError "
-    "\"object of type 'MappingKeysView' has no len()\" in delete_unused_values, or thunder's InterpreterError of "
-    "AssertionError 'attribute nodes of Graph object out of sync', and nothing else failed",
+    "every rank, or every thunder-side error, raised inside torch.fx's code generation: TypeError \"object of type "
+    "'MappingKeysView' has no len()\" in _python_code's delete_unused_values, or thunder's InterpreterError of "
+    "AssertionError 'attribute nodes of Graph object out of sync' in thunder_general_jit; nothing else failed",
     bounded=True,
 )
