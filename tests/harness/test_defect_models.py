@@ -18,6 +18,7 @@ from teparity.inrank.defect_models import tie_parameters
 from teparity.judge.failures import PartedFromEager, SilentFallback
 from teparity.known import registry
 from teparity.known.registry import BY_ID
+from teparity.known.upstream.tracing import THUNDERFX_CANNOT_INTERPRET_TORCH_2_12_FX_CODEGEN as TORCH_2_12_THUNDERFX
 from teparity.records import STATE_PER_CACHE_ENTRY, TORCH_LINEARS, Case, CaseRun, Pair, PairSpec, StepRecord
 from teparity.stack.environment import Environment
 from teparity.stack.executors import ExecutorInfo
@@ -312,10 +313,10 @@ def test_each_thunderfx_case_is_compiled_as_its_own_program() -> None:
         return [type(node.meta.get("example_value")).__name__ for info in compiled._backend.subgraph_infos
                 for node in info.original_graph_module.graph.nodes if node.op == "placeholder"]
 
-    if (entry := BY_ID["thunderfx-cannot-interpret-torch-2.12-fx-codegen"]).holds_for_versions(Versions.installed()):
+    if TORCH_2_12_THUNDERFX.holds_here():
         with pytest.raises(Exception, match="MappingKeysView|attribute nodes of Graph object out of sync"):
             inputs_of_a_compile((48, 64, 32, 16), None, (16,))
-        pytest.skip(f"thunderfx cannot compile here: known defect {entry.id} (its first call raised, as the entry says)")
+        pytest.skip(f"thunderfx cannot compile here: known defect {TORCH_2_12_THUNDERFX.id} (its first call raised, as the entry says)")
     inputs_of_a_compile((48, 64, 32, 16), None, (16,))
     assert "SymInt" not in inputs_of_a_compile((48, 64, 32, 16), "gelu", (2, 8))
 

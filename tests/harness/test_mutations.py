@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from teparity.known.registry import BY_ID
+from teparity.known.upstream.tracing import THUNDERFX_CANNOT_INTERPRET_TORCH_2_12_FX_CODEGEN as TORCH_2_12_THUNDERFX
 from teparity.mutations.catalog import CATALOG
-from teparity.stack.versions import Versions
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = ("1proc", "ddp", "fsdp-zero2", "fsdp-zero3")
@@ -76,17 +75,13 @@ def test_every_catalog_entry_has_a_kill_expectation() -> None:
     assert sorted(set(KILLS) | GPU_ONLY) == sorted(CATALOG)
 
 
-def _thunderfx_known() -> bool:
-    return BY_ID["thunderfx-cannot-interpret-torch-2.12-fx-codegen"].holds_for_versions(Versions.installed())
-
-
 def test_the_kill_matrix_kills_every_trace_tier_mutant_with_its_own_evidence(tmp_path: Path) -> None:
     """The CLI end to end on the whole trace tier: the clean run passes, and each applicable mutant fails
     exactly the checks that exist for it, with the evidence it must show, while the forward checks pass.
     One kill-matrix run judges every mutant (a run per mutant, two at a time) from its own report and log."""
     # Where thunderfx cannot run on this torch, the thunderfx mutant's killers are that known defect's xfails: it is
     # left out here (on torch 2.11 this test kills it on the CPU).
-    masked = {"thunderfx-recompiles-every-call"} if _thunderfx_known() else set()
+    masked = {"thunderfx-recompiles-every-call"} if TORCH_2_12_THUNDERFX.holds_here() else set()
     only = ["--only", ",".join(sorted(set(CATALOG) - masked))] if masked else []
     completed = subprocess.run(
         [sys.executable, "-m", "teparity", "kill-matrix", "tests/trace", "--workdir", str(tmp_path), "--jobs", "2",

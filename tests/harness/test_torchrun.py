@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from teparity.known.registry import BY_ID
-from teparity.stack.versions import Versions
+from teparity.known.upstream.tracing import THUNDERFX_CANNOT_INTERPRET_TORCH_2_12_FX_CODEGEN as TORCH_2_12_THUNDERFX
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [
@@ -53,7 +52,7 @@ def test_the_ddp_trace_checks_run_on_torchrun_ranks(tmp_path: Path) -> None:
                        "--teparity-report", str(report), cwd=REPO)
     # Both torchrun processes ran the 3 DDP sync checks, ddp-transform-matches-torch-ddp and thunderfx-matches-torch[ddp]
     # (known where thunderfx cannot run on this torch).
-    thunderfx_known = BY_ID["thunderfx-cannot-interpret-torch-2.12-fx-codegen"].holds_for_versions(Versions.installed())
+    thunderfx_known = TORCH_2_12_THUNDERFX.holds_here()
     for said in ("4 passed", "1 xfailed") if thunderfx_known else ("5 passed",):
         assert output.count(said) == 2, output[-4000:]
     assert output.count("teparity: world size 2, backend gloo") == 2, output[-4000:]

@@ -150,6 +150,10 @@ class KnownDefect:
         return (within(versions.thunder, self.thunder) and self._holds_for_te(versions.transformer_engine)
                 and self._holds_for_torch(versions.torch))
 
+    def holds_here(self) -> bool:
+        """Whether it holds for the installed versions (what a harness test that meets it asks)."""
+        return self.holds_for_versions(Versions.installed())
+
     def _holds_for_torch(self, torch: str | None) -> bool:
         return self.torch is None or within(torch, self.torch)
 
