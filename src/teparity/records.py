@@ -91,6 +91,7 @@ ARCHITECTURES: dict[str, Architecture] = {
             "the llama block's RMSNorm, rotary, SDPA and SiLU are thunder's decompositions against torch's kernels")),
         Architecture("adapter", "adapter_mlp", label_prefix="frozen-base-adapter", input_dtype="float32"),
         Architecture("shared", "shared_linear_mlp", label_prefix="linear-called-twice", repeated_calls=1),
+        Architecture("fp8-off-ends", "fp8_off_ends_mlp", label_prefix="fp8-off-ends"),
     )
 }
 
@@ -110,7 +111,8 @@ class Case:
     activation: str | None = "gelu"
     #: Its architecture's name in ``ARCHITECTURES``: "mlp" (``networks.plain_mlp``), "llama" (``networks.llama_block``:
     #: sizes are (width, MLP width, width), lead_shape (batch, sequence)), "adapter" (``networks.adapter_mlp``) or
-    #: "shared" (``networks.shared_linear_mlp``); bias and activation apply to "mlp" only.
+    #: "shared" (``networks.shared_linear_mlp``) or "fp8-off-ends" (``networks.fp8_off_ends_mlp``); bias and activation
+    #: apply to "mlp" only.
     architecture: str = "mlp"
 
     @property
@@ -130,6 +132,14 @@ def checkpoint_recomputes(case: Case) -> tuple[int, int]:
     region = len(case.sizes) - 2
     return (region if case.activation else max(0, region - 1)), region
 
+
+#: A step's FP8, as a training loop writes it, by mode: (what eager TE runs, what the thunder side runs) under
+#: ``te.autocast`` with the step's recipe ("on"), ``te.autocast(enabled=False)`` ("off") or no TE autocast ("none").
+#: "none" holds thunder to what its TE executors say of themselves: without an autocast they run FP8 with the default
+#: recipe (the functional one reads ``FP8GlobalStateManager.get_fp8_recipe()``, "the default recipe for the platform"
+#: outside an autocast: thunder/executors/transformer_engineex_impl.py ``TERecipe.__call__``; the legacy one wraps its
+#: program in its own ``fp8_autocast``), so eager TE runs that step under ``te.autocast`` with the recipe.
+FP8_MODES: dict[str, tuple[str, str]] = {"on": ("on", "on"), "off": ("off", "off"), "none": ("on", "none")}
 
 _SAYS = "says"
 
@@ -188,6 +198,12 @@ class PairSpec:
     #: Input shapes (without the feature dimension) by step, cycled; empty: the case's ``lead_shape`` at every step.
     lead_shapes_by_step: tuple[tuple[int, ...], ...] = _feature((), lambda shapes: f"input shapes by step {list(shapes)}"
                                                                if shapes else None)
+    #: How each step's forward meets FP8 (``FP8_MODES``), by step (cycled); empty: "on" at every step.
+    fp8_by_step: tuple[str, ...] = _feature((), lambda modes: f"FP8 by step {list(modes)}" if modes else None)
+    #: Steps that run an evaluation forward: grad enabled, no backward, no optimizer step.
+    eval_steps: tuple[int, ...] = _feature((), lambda steps: f"evaluation forwards at steps {list(steps)}" if steps else None)
+    #: thunder's CUDA graph transform (``thunder.transforms.cudagraph.CUDAGraphTransform``) after the executor's.
+    cuda_graphs: bool = _feature(False, lambda on: "thunder's CUDA graph transform" if on else None)
     #: ``thunder.jit(cache=...)`` ("symbolic values"); None: thunder's default.
     cache: str | None = _feature(None, lambda cache: f"thunder.jit(cache={cache!r})" if cache else None)
     #: The eager side only: a known upstream defect's model (``teparity.inrank.defect_models``), eager TE built to do
@@ -201,6 +217,10 @@ class PairSpec:
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {self.strategy!r}: one of {list(STRATEGIES)}")
+        if unknown := sorted(set(self.fp8_by_step) - set(FP8_MODES)):
+            raise ValueError(f"unknown FP8 mode(s) {unknown}: each one of {list(FP8_MODES)}")
+        if not self.train and self.eval_steps:
+            raise ValueError("eval_steps need a training run (train=True): every step of a no-grad run is a forward")
         if self.compile_path is None:  # the strategy's, stated there once
             object.__setattr__(self, "compile_path", self.parallel.compile_path or "jit")
         self.parallel.validate(self)
@@ -218,6 +238,15 @@ class PairSpec:
 
     def recipe_id_at(self, step: int) -> str:
         return self.recipe_ids_by_step[step % len(self.recipe_ids_by_step)] if self.recipe_ids_by_step else self.recipe_id
+
+    def fp8_at(self, step: int, side: Side) -> str:
+        """What ``side`` runs the step's forward under: "on", "off" or "none" (``FP8_MODES``)."""
+        mode = self.fp8_by_step[step % len(self.fp8_by_step)] if self.fp8_by_step else "on"
+        return FP8_MODES[mode][side == "thunder"]
+
+    def trains_at(self, step: int) -> bool:
+        """Whether the step runs a backward and an optimizer step."""
+        return self.train and step not in self.eval_steps
 
     def lead_shape_at(self, case: Case, step: int) -> tuple[int, ...]:
         return self.lead_shapes_by_step[step % len(self.lead_shapes_by_step)] if self.lead_shapes_by_step else case.lead_shape

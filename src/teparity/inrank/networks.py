@@ -239,6 +239,29 @@ def shared_linear_mlp(
     return SharedLinearMLP(*sizes, torch.Generator().manual_seed(seed)).to(device=device, dtype=dtype)
 
 
+class Fp8OffEnds(torch.nn.Sequential):
+    """Linears whose first and last run under ``te.autocast(enabled=False)`` inside the caller's FP8 region: the
+    common recipe for training stability (the ends in high precision). Its linears are its children, as
+    ``plain_mlp``'s."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from teparity.stack.te_api import te_autocast
+
+        first, *middle, last = self
+        with te_autocast(None, enabled=False):
+            x = first(x)
+        for layer in middle:
+            x = layer(x)
+        with te_autocast(None, enabled=False):
+            return last(x)
+
+
+def fp8_off_ends_mlp(sizes: tuple[int, ...], *, seed: int = 0, device: str = "cpu",
+                     dtype: torch.dtype = torch.float32) -> Fp8OffEnds:
+    """A ``Fp8OffEnds`` of ``plain_mlp``'s linears (no bias, nothing between them)."""
+    return Fp8OffEnds(*plain_mlp(sizes, seed=seed, device=device, dtype=dtype, bias=False, activation=None))
+
+
 def linear_names(network: torch.nn.Module) -> list[str]:
     """Names of the linears at any depth in definition order ("0", "2", ...; "wq", ...; "block.0" in a nested network):
     the keys of FP8-state snapshots."""

@@ -139,8 +139,13 @@ def thunder_network(plain: Any, spec: PairSpec) -> Any:
 
 
 def thunder_options(spec: PairSpec, info: ExecutorInfo, first_recipe: Any) -> dict[str, Any]:
-    """The compile options: the executor, its recipe, the spec's cache."""
-    return jit_options(info, first_recipe) | ({"cache": spec.cache} if spec.cache else {})
+    """The compile options: the executor, its recipe, the spec's cache and CUDA graphs."""
+    options = jit_options(info, first_recipe) | ({"cache": spec.cache} if spec.cache else {})
+    if spec.cuda_graphs:
+        from thunder.transforms.cudagraph import CUDAGraphTransform
+
+        options["transforms"] = [*options.get("transforms", ()), CUDAGraphTransform()]
+    return options
 
 
 def thunder_program(compiled: Any, plain: Any, spec: PairSpec, group: Any, no_sync: Callable[[], Any] = contextlib.nullcontext,

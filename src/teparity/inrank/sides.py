@@ -28,6 +28,7 @@ from teparity.records import Case, CaseRun, PairSpec, ScaleUpdate, Side, StepRec
 from teparity.stack import recipes
 from teparity.stack.executors import ExecutorInfo, find_te_executors
 from teparity.stack.reasons import no_input_grad_under_ddp
+from teparity.stack.te_api import te_autocast
 from teparity.stack.versions import build_version
 
 
@@ -164,25 +165,35 @@ def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -
                 optimizer = torch.optim.SGD(list(program.parameters.values()), lr=spec.lr)
                 if side == "thunder" and program.runs_eager:  # eager TE goes on where thunder was: its arithmetic
                     resumed.enter_context(te_scale_update(reference_update(spec.executor)))
-            outputs, input_grads = _micro_batches(spec, run.case, program, recipe, step, rank, input_grad)
+            outputs, input_grads = _micro_batches(side, spec, run.case, program, recipe, step, rank, input_grad)
             grads = {n: program.full(n, p.grad).detach().float().cpu().clone() for n, p in program.parameters.items()
                      if p.grad is not None}
             state = step_state(run, program, rank, info, recipe, spec)
             run.steps.append(StepRecord(outputs, input_grads, grads, state, syncs.backward_calls() - before))
-            if spec.train:
+            if spec.trains_at(step):
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
     run.sync_mode = syncs.mode
 
 
-def _micro_batches(spec: PairSpec, case: Case, program: Program, recipe: Any, step: int, rank: int,
+def _fp8(side: Side, spec: PairSpec, program: Program, recipe: Any, step: int) -> Any:
+    """The FP8 context of the step's forward on ``side`` (``PairSpec.fp8_at``): the program's own where FP8 is on."""
+    mode = spec.fp8_at(step, side)
+    if mode == "on":
+        return program.fp8(recipe)
+    return te_autocast(recipe, enabled=False) if mode == "off" else contextlib.nullcontext()
+
+
+def _micro_batches(side: Side, spec: PairSpec, case: Case, program: Program, recipe: Any, step: int, rank: int,
                    input_grad: bool) -> tuple[list[Any], list[Any]]:
     """One step's forward (and backward) passes: the outputs and input gradients of each micro-batch, all but the
     last inside one ``no_sync`` span (as a training loop accumulates: thunder's ``ThunderModule.no_sync`` all-reduces
-    what accumulated there when the span ends)."""
+    what accumulated there when the span ends). An evaluation step runs the forwards only."""
     import torch
 
     device, lead_shape = rank_device(), spec.lead_shape_at(case, step)
+    backward = spec.trains_at(step)
+    input_grad = input_grad and backward
     outputs, input_grads = [], []
     with contextlib.ExitStack() as accumulating:
         if spec.micro_batches > 1:
@@ -194,9 +205,9 @@ def _micro_batches(spec: PairSpec, case: Case, program: Program, recipe: Any, st
             requires_grad = input_grad and (last or not program.input_grad_last_only)
             x = _input(case, lead_shape, step=step, micro=micro, rank=rank, device=device, requires_grad=requires_grad)
             program.choose(recipe, last)
-            with torch.set_grad_enabled(spec.train), _torch_autocast(spec), program.fp8(recipe):
+            with torch.set_grad_enabled(spec.train), _torch_autocast(spec), _fp8(side, spec, program, recipe, step):
                 y = program.network(x)
-            if spec.train:
+            if backward:
                 y.backward(_grad_output(case, lead_shape, step=step, micro=micro, rank=rank, device=device).to(y.dtype))
             outputs.append(y.detach().float().cpu())
             input_grads.append(None if x.grad is None else x.grad.detach().float().cpu())

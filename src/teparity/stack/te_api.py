@@ -14,11 +14,12 @@ def fp8_global_state_manager() -> Any:
     return FP8GlobalStateManager
 
 
-def te_autocast(recipe: Any, group: Any | None = None) -> Any:
-    """TE's FP8 autocast context: ``te.autocast(recipe=, amax_reduction_group=)`` from 2.9 (where
-    ``fp8_autocast`` is deprecated), ``te.fp8_autocast(fp8_recipe=, fp8_group=)`` before."""
+def te_autocast(recipe: Any, group: Any | None = None, *, enabled: bool = True) -> Any:
+    """TE's FP8 autocast context (``enabled=False``: FP8 turned off inside it): ``te.autocast(recipe=,
+    amax_reduction_group=)`` from 2.9 (where ``fp8_autocast`` is deprecated), ``te.fp8_autocast(fp8_recipe=,
+    fp8_group=)`` before."""
     import transformer_engine.pytorch as te
 
     if hasattr(te, "autocast"):
-        return te.autocast(enabled=True, recipe=recipe, amax_reduction_group=group)
-    return te.fp8_autocast(enabled=True, fp8_recipe=recipe, fp8_group=group)
+        return te.autocast(enabled=enabled, recipe=recipe, amax_reduction_group=group)
+    return te.fp8_autocast(enabled=enabled, fp8_recipe=recipe, fp8_group=group)
