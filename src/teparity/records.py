@@ -110,7 +110,7 @@ class Case:
     #: both sides, so the FP8 state can be compared exactly).
     activation: str | None = "gelu"
     #: Its architecture's name in ``ARCHITECTURES``: "mlp" (``networks.plain_mlp``), "llama" (``networks.llama_block``:
-    #: sizes are (width, MLP width, width), lead_shape (batch, sequence)), "adapter" (``networks.adapter_mlp``) or
+    #: sizes are (width, MLP width, width), lead_shape (batch, sequence)), "adapter" (``networks.adapter_mlp``),
     #: "shared" (``networks.shared_linear_mlp``) or "fp8-off-ends" (``networks.fp8_off_ends_mlp``); bias and activation
     #: apply to "mlp" only.
     architecture: str = "mlp"
