@@ -74,6 +74,45 @@ def test_the_diff_sorts_tests_by_what_changed_and_words_alone_are_no_difference(
     assert "numbers moved: moved: grad max |d| 0.1 -> 0.2" in found.lines(numbers=True)
 
 
+def test_diff_and_the_gate_agree_a_fix_is_a_fix_and_a_known_test_is_no_regression() -> None:
+    """A test known on the base that XPASSes now is fixed in both (naming the entry to retire); a pass that became known
+    or skipped is a change the gate calls green, so diff does not call it regressed; diff regresses exactly the gate's
+    red by this change."""
+    before = _report(TestOutcome("k", "known", "m", known_defect="some-defect"), TestOutcome("p", "pass", ""),
+                     TestOutcome("s", "pass", ""), _fail("r"), _fail("kind"))
+    after = _report(TestOutcome("k", "XPASS", "did not show", did_not_show=["some-defect"]),
+                    TestOutcome("p", "known", "m", known_defect="some-defect"), TestOutcome("s", "skip", "why"),
+                    _fail("r"), _fail("kind", "SilentFallback: TE claimed 0 of 2 linears"))
+    found, verdict = diff(before, after), against_base(after, before)
+    assert [step[0] for step in found.fixed] == ["k"] and [t.nodeid for t, _ in verdict.fixed] == ["k"]
+    assert [step[0] for step in found.regressed] == [t.nodeid for t in verdict.red] == ["kind"]
+    assert [step[0] for step in found.changed] == ["p", "s"] and not found.explained
+
+
+TORCH_2_12 = {**ENV, "versions": {**ENV["versions"], "torch": "2.12.1"}}
+THUNDERFX = "tests/trace/test_thunderfx.py::test_thunderfx_matches_torch[1proc]"
+
+
+def test_a_base_of_other_versions_is_said_first_and_what_they_explain_is_not_the_changes() -> None:
+    """thunderfx is known on torch 2.12 (its entry's torch range), not on 2.11: a base run on torch 2.12.1 and a change
+    run on 2.11.0 differ there by torch alone. The verdict and diff say the base ran otherwise before anything else,
+    and neither calls that test the change's fix."""
+    entry = "thunderfx-cannot-interpret-torch-2.12-fx-codegen"
+    base = _report(TestOutcome(THUNDERFX, "known", "m", known_defect=entry), env=TORCH_2_12)
+    here = _report(TestOutcome(THUNDERFX, "pass", ""))
+    verdict = against_base(here, base)
+    assert verdict.summary().startswith("THE BASE RAN OTHERWISE (torch 2.12.1 there, 2.11.0 here): ")
+    assert verdict.lines()[0] == "the base's run differs: versions: " + repr(TORCH_2_12["versions"]) + " on the base, " \
+        + repr(ENV["versions"]) + " here"
+    found = diff(base, here)
+    assert not found.fixed and not found.regressed and found.explained == [(THUNDERFX, "known", "pass", entry)]
+    assert found.lines()[0] == "THE BASE RAN OTHERWISE (torch 2.12.1 there, 2.11.0 here)"
+    back = diff(here, base)
+    assert not back.regressed and back.explained == [(THUNDERFX, "pass", "known", entry)]
+    same = diff(_report(TestOutcome(THUNDERFX, "known", "m", known_defect=entry)), here)
+    assert not same.explained and same.changed == [(THUNDERFX, "known", "pass")], "one version: nothing to explain it"
+
+
 def test_diff_exits_1_on_a_regression_alone(tmp_path: Path) -> None:
     paths = {}
     for name, report in (("base", _report(TestOutcome("a", "pass", "x"))), ("words", _report(TestOutcome("a", "pass", "y"))),
@@ -85,7 +124,7 @@ def test_diff_exits_1_on_a_regression_alone(tmp_path: Path) -> None:
         return subprocess.run([sys.executable, "-m", "teparity", "diff", str(paths["base"]), str(paths[after])],
                               capture_output=True, text=True, timeout=120, check=False)
 
-    assert run("words").returncode == 0 and "0 regressed, 0 fixed, 0 changed, 0 new, 0 removed" in run("words").stdout
+    assert run("words").returncode == 0 and "0 regressed, 0 fixed, 0 changed, 0 explained by the other versions, 0 new, 0 removed" in run("words").stdout
     assert run("new").returncode == 0 and "1 new" in run("new").stdout
     red = run("red")
     assert red.returncode == 1 and "regressed: a (pass -> FAIL)" in red.stdout
@@ -119,6 +158,9 @@ def test_a_run_against_its_base_is_green_where_only_the_base_is_red_and_red_wher
                                   "*already red on the base: FAIL test_gate.py::test_alpha*"])
     data = json.loads((pytester.path / "here.json").read_text())
     assert data["exitstatus"] == 0 and data["against_base"]["already_red"] == ["test_gate.py::test_alpha"]
+    # The same stack, the same options: nothing differs, and nothing says it does (terminal and JSON alike).
+    assert data["against_base"]["run_differs"] == [] and "the base's run differs" not in already.stdout.str()
+    assert "THE BASE RAN OTHERWISE" not in already.stdout.str()
     monkeypatch.setenv("BETA_FAILS", "1")
     changed = pytester.runpytest_subprocess("-p", "teparity.plugin", "-p", "no:cacheprovider", "--teparity-base", "base.json")
     assert changed.ret == 1

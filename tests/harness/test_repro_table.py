@@ -168,7 +168,7 @@ def test_a_run_without_its_stacks_report_or_two_of_one_stack_is_a_usage_error(
 
 
 @pytest.mark.parametrize(("which", "content", "said"), [
-    ("repros", "not json", "not a teparity repro run (not JSON: Expecting value at line 1)"),
+    ("repros", "not json", "not a teparity repro run (not JSON: Expecting value: line 1)"),
     ("repros", '{"schema": "teparity.parity-report/1"}', "not a teparity repro run (schema 'teparity.parity-report/1', expected"),
     ("repros", '{"schema": "teparity.repro-run/1", "versions": {}, "entries": [{"entry": "x"}]}',
      "not a teparity repro run (an entry without entry, verdict and last_line"),

@@ -33,7 +33,9 @@ def _matrix(*paths: str) -> subprocess.CompletedProcess[str]:
     ("content", "said"),
     [
         (None, "cannot read it: No such file or directory"),
-        ("not json", "not a teparity parity report (not JSON: Expecting value at line 1 column 1)"),
+        ("not json", "not a teparity parity report (not JSON: Expecting value: line 1 column 1)"),
+        # A report cut short (a full disk, a killed writer): json's own words, said once ("starting at: line ...").
+        ('{"schema": "teparity.par', "not a teparity parity report (not JSON: Unterminated string starting at: line 1 column 12)"),
         ('{"schema": "other"}', "not a teparity parity report (schema 'other', expected 'teparity.parity-report/1')"),
         ('{"schema": "teparity.parity-report/1"}', "not a teparity parity report (no 'environment')"),
         ("[1, 2]", "not a teparity parity report ('list' object has no attribute 'get')"),
@@ -103,7 +105,7 @@ def test_pytest_arguments_for_a_command_that_runs_no_pytest_are_a_usage_error() 
 @pytest.mark.parametrize(
     ("content", "said"),
     [(None, "cannot read it: No such file or directory"),
-     ("not json", "not a teparity parity report (not JSON: Expecting value at line 1 column 1)")],
+     ("not json", "not a teparity parity report (not JSON: Expecting value: line 1 column 1)")],
 )
 def test_summary_of_a_missing_or_unreadable_report_exits_2_and_its_markdown_still_says_red(
     tmp_path: Path, content: str | None, said: str

@@ -62,7 +62,8 @@ def durations(paths: list[Path], output: Path | None) -> int:
 
 def diff(before: Path, after: Path, *, numbers: bool = False) -> int:
     """The tests two reports judged differently (``teparity.gate.relative.diff``), regressed first; with ``numbers``
-    also those whose numbers moved. Exit 1 where a test regressed (a new red test among them), else 0."""
+    also those whose numbers moved. Exit 1 where a test regressed (what the gate, run against ``before`` as its base,
+    would call red by the change), else 0."""
     from teparity.gate.relative import diff as verdict_diff
 
     if (reports := _reports("diff", [before, after])) is None:
@@ -70,7 +71,8 @@ def diff(before: Path, after: Path, *, numbers: bool = False) -> int:
     found = verdict_diff(*reports)
     for line in found.lines(numbers=numbers):
         print(line)
-    counts = {"regressed": found.regressed, "fixed": found.fixed, "changed": found.changed, "new": found.new,
+    counts = {"regressed": found.regressed, "fixed": found.fixed, "changed": found.changed,
+              "explained by the other versions": found.explained, "new": found.new,
               "removed": found.removed} | ({"with numbers moved": found.moved} if numbers else {})
     print(", ".join(f"{len(tests)} {what}" for what, tests in counts.items()) + f" between {before} and {after}")
     return 1 if found.regressed else 0

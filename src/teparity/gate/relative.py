@@ -3,8 +3,11 @@ report of the build it branched from), and the diff of two runs' verdicts (``pyt
 
 A change is judged by what it did: a test red here and red the same way on the base is already red there (listed,
 not this change's red); an XPASS here of a test known on the base is a fix by this change (green, naming the entries to
-retire); any other red is the change's. Two runs are compared test by test; their evidence's words are never a
-difference, its numbers are on request."""
+retire); any other red is the change's. Where the base ran other versions or options, the verdict says so first, and a
+test whose outcome another version explains (a known defect whose range holds on one run's versions alone) is neither
+the change's fix nor its regression. Two runs are compared test by test, by the same rules: ``diff`` calls regressed
+exactly what the gate calls red by the change; their evidence's words are never a difference, its numbers are on
+request."""
 
 from __future__ import annotations
 
@@ -49,6 +52,33 @@ def _versions(versions: dict[str, Any] | None) -> dict[str, Any]:
     return {key: value for key, value in (versions or {}).items() if key != "sources"}
 
 
+def differs_first(here: ParityReport, base: ParityReport) -> str:
+    """What the verdict says before anything else where the base's run is not this one's: which versions and which of
+    the other keys differ, in a few words ("" where none do)."""
+    ours, theirs = _versions(here.environment.get("versions")), _versions(base.environment.get("versions"))
+    said = [f"{name} {theirs.get(name) or 'absent'} there, {ours.get(name) or 'absent'} here"
+            for name in sorted(ours.keys() | theirs.keys()) if ours.get(name) != theirs.get(name)]
+    said += [key for key in SAME_RUN_KEYS[1:] if here.environment.get(key) != base.environment.get(key)]
+    return f"THE BASE RAN OTHERWISE ({'; '.join(said)}): " if said else ""
+
+
+def version_explained(before: TestOutcome, after: TestOutcome, before_report: ParityReport,
+                      after_report: ParityReport) -> str | None:
+    """The registry entry that explains a change of outcome by the runs' versions alone: known on one run by an entry
+    whose range leaves the other run's versions out (and the versions differ); None where none does."""
+    from teparity.known.registry import BY_ID
+    from teparity.stack.versions import Versions
+
+    versions = [_versions(report.environment.get("versions")) for report in (before_report, after_report)]
+    if versions[0] == versions[1]:
+        return None
+    for known, other in ((before, versions[1]), (after, versions[0])):
+        entry = BY_ID.get(known.known_defect or "") if known.outcome == "known" else None
+        if entry is not None and not entry.holds_for_versions(Versions(**{k: other.get(k) for k in ("torch", "thunder", "transformer_engine")})):
+            return entry.id
+    return None
+
+
 @dataclasses.dataclass
 class ChangeVerdict:
     """This run judged against its base: what is already red there, what this change fixed, and what it broke."""
@@ -63,6 +93,10 @@ class ChangeVerdict:
     run_differs: list[str]
     #: Tests in both runs.
     compared: int
+    #: What the verdict says first where the base ran other versions or options (``differs_first``).
+    base_differs: str = ""
+    #: Red here where the other versions explain it: (the test, the entry whose range holds on one run alone).
+    explained: list[tuple[TestOutcome, str]] = dataclasses.field(default_factory=list)
 
     @property
     def green(self) -> bool:
@@ -70,34 +104,38 @@ class ChangeVerdict:
 
     def excused(self) -> set[str]:
         """The node ids red here that the base excuses (already red there, or fixed by this change)."""
-        return {t.nodeid for t in self.already_red} | {t.nodeid for t, _ in self.fixed}
+        return {t.nodeid for t in self.already_red} | {t.nodeid for t, _ in self.fixed} | {t.nodeid for t, _ in self.explained}
 
     def summary(self) -> str:
         """One line: what this change did."""
         parts = [f"{len(self.red)} red by this change", f"{len(self.already_red)} already red on the base",
                  f"{len(self.fixed)} fixed by this change"]
+        if self.explained:
+            parts.append(f"{len(self.explained)} explained by the other versions")
         retire = sorted({entry for _, entries in self.fixed for entry in entries})
-        return ", ".join(parts) + (f" (retire {', '.join(retire)})" if retire else "") + f"; {self.compared} tests compared"
+        return (self.base_differs + ", ".join(parts) + (f" (retire {', '.join(retire)})" if retire else "")
+                + f"; {self.compared} tests compared")
 
     def lines(self) -> list[str]:
         """Every test it names, with why, and how the base's run differs."""
         said = [f"red by this change: {t.outcome} {t.nodeid}" for t in self.red]
         said += [f"already red on the base: {t.outcome} {t.nodeid}" for t in self.already_red]
         said += [f"fixed by this change: {t.nodeid} (retire {', '.join(entries)})" for t, entries in self.fixed]
-        said += [f"the base's run differs: {difference}" for difference in self.run_differs]
-        return said
+        said += [f"explained by the other versions: {t.outcome} {t.nodeid} ({entry}'s range)" for t, entry in self.explained]
+        return [f"the base's run differs: {difference}" for difference in self.run_differs] + said
 
     def to_json(self) -> dict[str, Any]:
         return {"green": self.green, "summary": self.summary(), "red": [t.nodeid for t in self.red],
                 "already_red": [t.nodeid for t in self.already_red],
                 "fixed": [{"nodeid": t.nodeid, "retire": entries} for t, entries in self.fixed],
+                "explained": [{"nodeid": t.nodeid, "entry": entry} for t, entry in self.explained],
                 "run_differs": self.run_differs, "compared": self.compared}
 
 
 def against_base(here: ParityReport, base: ParityReport) -> ChangeVerdict:
     """This run's red tests sorted by what the base says of them."""
     ours, theirs = outcomes(here), outcomes(base)
-    already, fixed, red = [], [], []
+    already, fixed, red, explained = [], [], [], []
     for nodeid, test in sorted(ours.items()):
         if test.outcome not in RED:
             continue
@@ -106,9 +144,12 @@ def against_base(here: ParityReport, base: ParityReport) -> ChangeVerdict:
             already.append(test)
         elif test.outcome == "XPASS" and before is not None and before.outcome == "known":
             fixed.append((test, test.did_not_show or [before.known_defect or "?"]))
+        elif before is not None and (entry := version_explained(before, test, base, here)):
+            explained.append((test, entry))
         else:
             red.append(test)
-    return ChangeVerdict(already, fixed, red, run_differences(here, base), len(ours.keys() & theirs.keys()))
+    return ChangeVerdict(already, fixed, red, run_differences(here, base), len(ours.keys() & theirs.keys()),
+                         differs_first(here, base), explained)
 
 
 @dataclasses.dataclass
@@ -122,11 +163,18 @@ class Diff:
     new: list[tuple[str, str]]
     removed: list[tuple[str, str]]
     moved: list[tuple[str, dict[str, tuple[float | None, float | None]]]]
+    #: Changes of outcome that the runs' other versions explain: (node, before, after, the entry).
+    explained: list[tuple[str, str, str, str]] = dataclasses.field(default_factory=list)
+    #: What differs between the runs, said first (``differs_first``).
+    runs_differ: str = ""
 
     def lines(self, *, numbers: bool = False) -> list[str]:
-        said = [f"regressed: {node} ({before} -> {after})" for node, before, after in self.regressed]
+        said = [self.runs_differ.removesuffix(": ")] if self.runs_differ else []
+        said += [f"regressed: {node} ({before} -> {after})" for node, before, after in self.regressed]
         said += [f"fixed: {node} ({before} -> {after})" for node, before, after in self.fixed]
         said += [f"changed: {node} ({before} -> {after})" for node, before, after in self.changed]
+        said += [f"explained by the other versions: {node} ({before} -> {after}, {entry}'s range)"
+                 for node, before, after, entry in self.explained]
         said += [f"new: {node} ({after})" for node, after in self.new]
         said += [f"removed: {node} (was {before})" for node, before in self.removed]
         if numbers:
@@ -136,21 +184,24 @@ class Diff:
 
 
 def diff(before: ParityReport, after: ParityReport) -> Diff:
-    """``before`` and ``after`` test by test (module docstring)."""
+    """``before`` and ``after`` test by test, by the gate's rules (``against_base``, ``after`` against ``before``):
+    regressed is what the gate calls red by the change (a new red test among it), fixed what it excuses as fixed or
+    was red and is no longer, explained what the other versions explain; any other change of outcome is changed."""
     old, new = outcomes(before), outcomes(after)
-    regressed, fixed, changed, moved = [], [], [], []
+    verdict = against_base(after, before)
+    red, fixes = {t.nodeid for t in verdict.red}, {t.nodeid for t, _ in verdict.fixed}
+    regressed, fixed, changed, moved, explained = [], [], [], [], []
     for node in sorted(old.keys() & new.keys()):
         a, b = old[node], new[node]
-        if a.outcome == b.outcome:
-            if a.outcome in RED and failure_kind(a) != failure_kind(b):
-                changed.append((node, failure_kind(a), failure_kind(b)))
-            elif kinds := _numbers_moved(a, b):
-                moved.append((node, kinds))
-            continue
         step = (node, a.outcome, b.outcome)
-        if b.outcome in RED or (a.outcome == "pass" and b.outcome not in RED):
-            regressed.append(step)
-        elif a.outcome in RED or b.outcome == "pass":
+        if node in red:
+            regressed.append(step if a.outcome != b.outcome else (node, failure_kind(a), failure_kind(b)))
+        elif a.outcome == b.outcome:
+            if kinds := _numbers_moved(a, b):
+                moved.append((node, kinds))
+        elif entry := version_explained(a, b, before, after):
+            explained.append((*step, entry))
+        elif node in fixes or a.outcome in RED:
             fixed.append(step)
         else:
             changed.append(step)
@@ -158,7 +209,7 @@ def diff(before: ParityReport, after: ParityReport) -> Diff:
     new_tests = [(node, new[node].outcome) for node in sorted(new.keys() - old.keys())]
     regressed += [(node, "absent", outcome) for node, outcome in new_tests if outcome in RED]
     removed = [(node, old[node].outcome) for node in sorted(old.keys() - new.keys())]
-    return Diff(regressed, fixed, changed, new_tests, removed, moved)
+    return Diff(regressed, fixed, changed, new_tests, removed, moved, explained, differs_first(after, before))
 
 
 def _numbers_moved(a: TestOutcome, b: TestOutcome) -> dict[str, tuple[float | None, float | None]]:

@@ -217,7 +217,7 @@ def read_report(path: str | Path) -> ParityReport:
     try:
         data = json.loads(text)
     except ValueError as error:
-        raise NotAReport(f"not a teparity parity report (not JSON: {error.msg} at line {error.lineno} column {error.colno})") from None
+        raise NotAReport(f"not a teparity parity report (not JSON: {error.msg}: line {error.lineno} column {error.colno})") from None
     try:
         return ParityReport.from_json(data)
     except (KeyError, TypeError, ValueError, AttributeError) as error:

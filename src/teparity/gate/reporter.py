@@ -158,6 +158,8 @@ class ParityReporter:
 
         if (base := self.controller.settings.base) is None or not self.report.cells:
             return int(exitstatus)
+        if not self.report.environment:  # the base is compared with this run's versions and options, never with none
+            self.report.environment = self._environment_section()
         verdict = against_base(self.report, read_report(base))
         self.report.against_base = {**verdict.to_json(), "base": base, "lines": verdict.lines()}
         return 0 if exitstatus == 1 and verdict.green and self.failed <= verdict.excused() else int(exitstatus)
@@ -166,9 +168,9 @@ class ParityReporter:
         """The report's run-wide parts: its exit status (2, interrupted, e.g. by a time limit: only the tests that
         finished are in it; against a base, its change's), why it stopped before testing, if it did, and the
         environment."""
+        self.report.environment = self._environment_section()
         self.report.exitstatus = self._judged(exitstatus)
         self.report.stopped = self.controller.stopped
-        self.report.environment = self._environment_section()
 
     def _environment_section(self) -> dict[str, Any]:
         from teparity.stack.provenance import teparity_commit

@@ -151,7 +151,7 @@ def read_repro_run(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except ValueError as error:
-        raise NotAReproRun(f"not a teparity repro run (not JSON: {error.msg} at line {error.lineno})") from None
+        raise NotAReproRun(f"not a teparity repro run (not JSON: {error.msg}: line {error.lineno})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         schema = data.get("schema") if isinstance(data, dict) else type(data).__name__
         raise NotAReproRun(f"not a teparity repro run (schema {schema!r}, expected {SCHEMA!r}: python -m teparity repro --all --json)")
