@@ -46,7 +46,7 @@ def _run(args: argparse.Namespace, after: list[str], own: dict[str, argparse.Arg
     if command == "repro":
         return reports.repro_command(args.entry, args.out, args.issue, args.run_all, args.jobs, args.json, args.timeout_s)
     if command == "summary":
-        return reports.summary(args.report, args.exit_status, args.failed_step)
+        return reports.summary(args.report, args.exit_status, args.failed_step, args.base)
     if command == "diff":
         return reports.diff(args.before, args.after, numbers=args.numbers)
     if command == "matrix":

@@ -144,6 +144,16 @@ def test_a_gate_that_wrote_no_report_is_red_in_the_summary_too(tmp_path: Path, v
     assert run.status == 4 and run.summary.startswith("## teparity: RED (exit 4, usage error): no parity report"), run.summary
 
 
+def test_a_missing_base_report_is_named_in_the_summary_with_what_to_do(tmp_path: Path, venv_without: Callable[..., Path]) -> None:
+    """The base's step did not write its report: the summary blames that file, not the PR's report it prevented."""
+    missing = tmp_path / "never-written.json"
+    run = _run({"python": str(venv_without()), "pytest-args": "-p no:xdist tests/trace/test_ddp_transform.py",
+                "base-report": str(missing)}, tmp_path)
+    assert run.status == 4 and run.summary.startswith("## teparity: RED (exit 4, usage error): no base report"), run.summary
+    assert f"The base's report `{missing}`: cannot read it" in run.summary and "Run the gate on the base first" in run.summary
+    assert "teparity-report.json" not in run.summary, run.summary
+
+
 def test_a_job_whose_python_lacks_thunder_is_red_and_says_what_to_install(tmp_path: Path, venv_without: Callable[..., Path]) -> None:
     """The job forgot thunder (or named another Python): the action's install succeeds, the gate stops."""
     python = venv_without("lightning-thunder")

@@ -1207,6 +1207,19 @@ def test_a_stack_newer_than_every_run_that_showed_an_entry_is_named_extrapolated
     assert not any(s.startswith("grad-accumulation-fp8-state-per-cache-entry") for s in known_defects.extrapolated(seen))
 
 
+def test_the_header_says_extrapolation_once_and_against_a_base_only_what_the_base_did_not_hold() -> None:
+    """A PR dated after the newest nightly: one line, each "thunder X > Y" once, however many entries it holds."""
+    said = known_defects.extrapolated(Versions(torch="2.11.0", thunder="0.2.7.dev20260203", transformer_engine="2.20.2"))
+    assert len(said) > 3, said
+    line = known_defects.extrapolation_line(said)
+    assert line.startswith(f"teparity: {len(said)} known upstream defect(s) held by extrapolation (")
+    assert line.count("0.2.7.dev20260203") == 1 and "\n" not in line, line
+    held = {item.split(" ", 1)[0] for item in said}
+    assert known_defects.extrapolation_line(said, held) is None
+    one_new = known_defects.extrapolation_line(said, held - {said[0].split(" ", 1)[0]})
+    assert one_new.startswith("teparity: 1 known upstream defect(s) held by extrapolation"), one_new
+
+
 def test_the_no_sync_stash_entry_matches_both_places_its_lost_producer_is_met() -> None:
     """dce on the 2024 builds, the trace interpreter's read on 0.2.2 and 0.2.3 (TE 2.9.0): one cause, two lookups."""
     entry = known_defects.BY_ID["fsdp-no-sync-stash-breaks-on-fused-linear-backward"]

@@ -58,6 +58,9 @@ def _summary(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     summing.add_argument("--exit-status", type=_exit_status, metavar="N",
                          help="the gate's exit status (default: the report's); empty: the gate did not run, and the "
                          "summary is red whatever REPORT.json holds")
+    summing.add_argument("--base", type=Path, metavar="BASE.json",
+                         help="the base's report the gate was given (--teparity-base): where REPORT.json is missing "
+                         "because the base's is, the summary names the base's and says what to do")
     summing.add_argument("--failed-step", metavar="TEXT",
                          help="a CI step before the gate that failed, and the tail of its output: the summary is red and "
                          "says so (the gate did not run)")

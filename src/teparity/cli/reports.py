@@ -118,7 +118,7 @@ def mutations() -> int:
     return 0
 
 
-def summary(path: Path, exit_status: int | str | None, failed_step: str | None = None) -> int:
+def summary(path: Path, exit_status: int | str | None, failed_step: str | None = None, base: Path | None = None) -> int:
     """A report as markdown on stdout (a CI step appends it to ``$GITHUB_STEP_SUMMARY``), red where the gate did not
     run (``exit_status`` empty, or a step before it failed: the report at ``path`` is not this run's). A report that
     is missing or not one is a usage error (exit 2), and the markdown still says red, for the job summary."""
@@ -132,11 +132,21 @@ def summary(path: Path, exit_status: int | str | None, failed_step: str | None =
     try:
         report = read_report(path)
     except NotAReport as error:
-        sys.stdout.write(missing_report(str(path), str(error), status))
-        print(f"python -m teparity summary: {path}: {error}", file=sys.stderr)
+        blamed, why = (base, base_error) if base is not None and (base_error := _unreadable(base)) else (path, str(error))
+        sys.stdout.write(missing_report(str(blamed), why, status, is_base=blamed is base))
+        print(f"python -m teparity summary: {blamed}: {why}", file=sys.stderr)
         return 2
     sys.stdout.write(markdown_summary(report, status))
     return 0
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why ``path`` is no parity report, or None where it is one."""
+    try:
+        read_report(path)
+    except NotAReport as error:
+        return str(error)
+    return None
 
 
 def repro_command(entry_id: str | None, out: Path | None, issue: bool, run_all: bool, jobs: int | None,

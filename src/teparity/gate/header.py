@@ -6,7 +6,7 @@ import os
 
 from teparity.gate.settings import Settings
 from teparity.gate.table import HEADER_INDENT, wrapped
-from teparity.known.registry import extrapolated, registered_for
+from teparity.known.registry import extrapolated, extrapolation_line, registered_for
 from teparity.stack import reasons
 from teparity.stack.environment import Environment
 from teparity.stack.versions import Versions
@@ -57,7 +57,21 @@ def _said(settings: Settings, env: Environment, launch: str, rank_environment: d
             f"teparity: known upstream defects on these versions (strict xfails on their signature; --runxfail "
             f"runs them as plain tests): {', '.join(registered)}"
         )
-    if beyond := extrapolated(Versions.installed()):
-        lines.append("teparity: known upstream defects held by extrapolation (this stack is newer than every run that "
-                     f"showed them): {'; '.join(beyond)}")
+    if line := extrapolation_line(extrapolated(Versions.installed()), base_held(settings.base)):
+        lines.append(line)
     return lines
+
+
+def base_held(base: str | None) -> set[str]:
+    """The registry entries the base's report held (known there, or by extrapolation): a run against its base says
+    nothing more of them. Empty without a base, or where it is no report (the option's check says so)."""
+    from teparity.gate.report import NotAReport, read_report
+
+    try:
+        report = read_report(base) if base else None
+    except NotAReport:
+        return set()
+    if report is None:
+        return set()
+    held = {item.split(" ", 1)[0] for item in report.environment.get("known_defects_extrapolated") or []}
+    return held | {test.known_defect for cell in report.cells.values() for test in cell.tests if test.known_defect}

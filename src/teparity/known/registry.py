@@ -39,6 +39,18 @@ def extrapolated(versions: Versions) -> list[str]:
     return said
 
 
+def extrapolation_line(said: list[str], base_held: set[str] = frozenset()) -> str | None:
+    """``extrapolated``'s entries in one line, said once: how many, and by how much this stack is newer (each distinct
+    "thunder X > Y" once); entries the base held too are left out (a PR dated after the newest run changes nothing of
+    them). None where nothing is left to say."""
+    left = [item for item in said if item.split(" ", 1)[0] not in base_held]
+    if not left:
+        return None
+    beyond = dict.fromkeys(part for item in left for part in item.split(" (", 1)[1].removesuffix(")").split(", "))
+    return (f"teparity: {len(left)} known upstream defect(s) held by extrapolation ({'; '.join(beyond)}: newer than "
+            "every run that showed them; the report's known_defects_extrapolated names them)")
+
+
 def covering(check: str, executor: str | None, versions: Versions) -> list[KnownDefect]:
     """The entries that cover this check and executor on these versions."""
     return [entry for entry in entries.REGISTRY if entry.holds_for(check, executor, versions)]

@@ -45,9 +45,14 @@ def _what_the_change_did(report: ParityReport) -> list[str]:
             *(f"- {line}" for line in base.get("lines", [])), ""]
 
 
-def missing_report(path: str, why: str, exit_status: int | None) -> str:
+def missing_report(path: str, why: str, exit_status: int | None, *, is_base: bool = False) -> str:
     """What the summary says where there is no report to read (the gate stopped before it wrote one: a usage error,
-    an interrupted start; or the file is no report)."""
+    an interrupted start; or the file is no report). Where the base's report is what is missing, it names that file
+    and what to do, not the run's report that could not be written because of it."""
+    if is_base:
+        return (f"## teparity: {red(exit_status, 'no base report')}\n\nThe base's report `{path}`: {why}. The gate stopped "
+                "at start-up, before it tested. Run the gate on the base first, writing that file (the step with "
+                "`report:` set to it), or leave `base-report` empty to judge the run on its own.\n")
     return f"## teparity: {red(exit_status, 'no parity report')}\n\n`{path}`: {why}. The gate's log says what happened.\n"
 
 
