@@ -124,6 +124,52 @@ def test_an_installed_source_tree_is_placed_by_its_commit(tmp_path: Path, monkey
     assert found.version == "0.2.7.dev20260129" and found.source.startswith("a source build at ") and "of 2026-01-29" in found.source
 
 
+def _install_copy(tree: Path, site: Path) -> None:
+    """What ``pip install TREE`` (not editable) leaves: the package's files copied, RECORD listing them, and PEP 610's
+    direct_url.json naming the tree."""
+    import shutil
+
+    shutil.rmtree(site, ignore_errors=True)
+    shutil.copytree(tree / "toypkg", site / "toypkg")
+    info = site / "toy_thunder-0.2.7.dev0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-thunder\nVersion: 0.2.7.dev0\n")
+    (info / "RECORD").write_text("".join(f"toypkg/{p.name},,\n" for p in sorted((site / "toypkg").iterdir())))
+    (info / "direct_url.json").write_text('{"url": "file://%s", "dir_info": {}}' % tree)
+
+
+def test_an_installed_copy_of_a_tree_is_named_by_the_commit_its_files_are(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pip install .`` copies the tree: the build is the commit whose files it installed, whatever the tree's HEAD is
+    when the gate runs; an install with uncommitted changes is a working tree with changes on top of HEAD."""
+    tree, site = tmp_path / "tree", tmp_path / "site"
+    (tree / "toypkg").mkdir(parents=True)
+    (tree / "toypkg" / "__init__.py").write_text("X = 1\n")
+    _git(tree, "init", "-q")
+    _git(tree, "add", ".")
+    _git(tree, "commit", "-q", "-m", "one", date="2026-01-20T12:00:00+00:00")
+    (tree / "toypkg" / "__init__.py").write_text("X = 2\n")
+    _git(tree, "commit", "-q", "-am", "two", date="2026-01-29T12:00:00+00:00")
+    monkeypatch.syspath_prepend(str(site))
+
+    def placed_now() -> placement.Placement:
+        placement.placed.cache_clear()
+        try:
+            return placement.placed("toy-thunder")
+        finally:
+            placement.placed.cache_clear()
+
+    _install_copy(tree, site)
+    two = placed_now()
+    assert two.version == "0.2.7.dev20260129" and two.source.startswith("a source tree at ") and "of 2026-01-29" in two.source
+    _git(tree, "checkout", "-q", "HEAD~1")  # the tree moves on; the installed build does not
+    assert placed_now() == two
+    (tree / "toypkg" / "__init__.py").write_text("X = 3\n")  # installed with a change nothing committed
+    _install_copy(tree, site)
+    changed = placed_now()
+    assert changed.source.startswith("a working tree with changes on top of ") and "of 2026-01-20" in changed.source, changed
+    assert changed.version == "0.2.7.dev20260120"
+
+
 #: Where a build's version may be read as its metadata says, and why: the placement itself, and teparity's own commit.
 READERS = {"stack/placement.py", "stack/versions.py", "stack/provenance.py"}
 

@@ -24,6 +24,8 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from teparity.stack import installed_tree
+
 #: The dev number of a nightly is its date; a source tree's is 0 (or another small number, never a date).
 _FIRST_NIGHTLY_DATE = 20000101
 #: Where nothing says when a source build was made: the last date there is, newest of its line.
@@ -77,12 +79,16 @@ def read_as(installed: str, date: str | None) -> str:
 
 
 def place(distribution: str, installed: str, *, recorded_tree: bool = False, commit: str | None = None,
-          date: str | None = None, what: str = "a source tree") -> Placement:
+          date: str | None = None, what: str = "a source tree", clean: bool = True) -> Placement:
     """The placement of one build (pure: ``placed`` reads the facts from the installed package); a commit found in
-    its tree makes an undated dev build a source build."""
+    its tree makes an undated dev build a source build; ``clean=False``: the installed files are no commit's, the
+    build is a working tree with changes on top of ``commit`` (placed by that commit's date)."""
     if not is_source_build(installed, recorded_tree, in_git_tree=commit is not None):
         return Placement(distribution, installed, installed)
-    at = f" at {commit[:12]}" if commit else ""
+    if commit and not clean:
+        what, at = "a working tree with changes", f" on top of {commit[:12]}"
+    else:
+        at = f" at {commit[:12]}" if commit else ""
     when = f" of {date}" if date else ", no commit date found: the newest build of its line"
     return Placement(distribution, installed, read_as(installed, date), f"{what}{at}{when}")
 
@@ -106,8 +112,19 @@ def placed(distribution: str) -> Placement | None:
     if not (recorded or parsed.local or (parsed.dev is not None and parsed.dev < _FIRST_NIGHTLY_DATE)):
         return Placement(distribution, installed, installed)  # a release or a nightly: no git to ask
     named = match.group(1) if (match := _COMMIT_SEGMENT.match(parsed.local or "")) else None
+    if tree is not None and named is None and (found := _tree_state(dist, tree, editable=what.startswith("an editable"))):
+        return place(distribution, installed, recorded_tree=True, commit=found.commit, date=found.date, what=what,
+                     clean=found.clean)
     commit, date = _commit_and_date(tree, named) if tree else _commit_and_date(_package_tree(dist), named, tracked=True)
     return place(distribution, installed, recorded_tree=recorded, commit=commit, date=date, what=what)
+
+
+def _tree_state(dist: object, tree: Path, *, editable: bool) -> installed_tree.TreeState | None:
+    """The commit a build installed from ``tree`` holds, by its installed files (``installed_tree``), not by where the
+    tree's HEAD stands now."""
+    if not tree.exists():
+        return None
+    return installed_tree.editable_state(tree) if editable else installed_tree.state(dist, tree)
 
 
 def _recorded_source(dist: object) -> tuple[bool, Path | None, str]:
