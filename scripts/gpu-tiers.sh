@@ -5,7 +5,7 @@
 #
 # usage: scripts/gpu-tiers.sh OUT_DIR PART [pytest args...]
 #   gate         tests/trace, tests/numerics, tests/ddp (NCCL, one GPU per rank, where there are 2+ GPUs)
-#   harness      tests/harness -m fp8: each GPU check killed by its mutation, the deadlock check
+#   harness      harness -m fp8: each GPU check killed by its mutation, the deadlock check
 #   ddp-gloo-N   tests/ddp with N gloo ranks sharing GPU 0
 #   ddp-nccl-N   tests/ddp with N NCCL ranks, one GPU each
 #   bench        python -m teparity bench over the gate: fresh, warm and forked ranks (OUT/NAME/: bench.json,
@@ -34,7 +34,7 @@ report=(--teparity-report "$OUT/$NAME.json")
 {
 case $PART in
   gate) python3 -m pytest tests/trace tests/numerics tests/features tests/ddp tests/fsdp "${report[@]}" "$@" ;;
-  harness) python3 -m pytest tests/harness -m fp8 "${report[@]}" "$@" ;;
+  harness) python3 -m pytest harness -m fp8 "${report[@]}" "$@" ;;
   ddp-gloo-*) CUDA_VISIBLE_DEVICES=0 python3 -m pytest tests/ddp --teparity-backend gloo \
       --teparity-world-size "${PART#ddp-gloo-}" "${report[@]}" "$@" ;;
   ddp-nccl-*) python3 -m pytest tests/ddp --teparity-backend nccl --teparity-world-size "${PART#ddp-nccl-}" \
@@ -50,7 +50,7 @@ case $PART in
     exit $status ;;
   kill-matrix)
     work=$(mktemp -d)
-    targets=$(python3 -c 'import sys; sys.path.insert(0, "tests/harness"); import test_gpu_kills as k; print(*k.KILLING_TESTS)')
+    targets=$(python3 -c 'import sys; sys.path.insert(0, "harness"); import test_gpu_kills as k; print(*k.KILLING_TESTS)')
     # shellcheck disable=SC2086
     python3 -m teparity kill-matrix $targets --targeted --workdir "$work" "$@"
     status=$?; (cd "$work" && tar czf "$OUT/kill-matrix-reports.tgz" ./*.json); exit $status ;;

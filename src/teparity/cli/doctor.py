@@ -20,7 +20,7 @@ def tiers(env: Environment, backend: str, world_size: int = 2) -> dict[str, str 
         "features tier (tests/features)": fp8 or executors,
         "ddp tier (tests/ddp)": fp8 or executors,
         "fsdp tier (tests/fsdp)": fp8 or executors,
-        "GPU harness (tests/harness -m fp8)": fp8,
+        "GPU harness (harness -m fp8)": fp8,
     }
 
 
@@ -32,6 +32,7 @@ def doctor() -> int:
     from teparity.gate.ranks import default_backend
     from teparity.launch import rank_env
     from teparity.stack.envprobe import environment, new_run
+    from teparity.stack.provenance import teparity_commit
 
     set_here = rank_env.apply_defaults()
     new_run()
@@ -39,6 +40,7 @@ def doctor() -> int:
     print(env.versions.describe())
     for placed in env.versions.placements():
         print(f"placed by its source: {placed}")
+    print(f"teparity: {teparity_commit()}")
     print("GPUs:", ", ".join(g.describe() for g in env.gpus) or "none")
     for info in env.executors.values():
         print("TE executor", info.label())

@@ -9,6 +9,7 @@ from teparity.gate.table import HEADER_INDENT, wrapped
 from teparity.known.registry import extrapolated, extrapolation_line, registered_for
 from teparity.stack import reasons
 from teparity.stack.environment import Environment
+from teparity.stack.provenance import teparity_commit
 from teparity.stack.versions import Versions
 
 
@@ -28,6 +29,7 @@ def _said(settings: Settings, env: Environment, launch: str, rank_environment: d
     lines = [
         f"teparity: {env.versions.describe()}",
         *(f"teparity: placed by its source: {placed}" for placed in env.versions.placements()),
+        f"teparity: judged by {teparity_commit()}",
         f"teparity: GPUs: {gpus}; FP8: {reasons.no_fp8(env) or 'yes'}",
         f"teparity: world size {settings.world_size}, backend {settings.backend}, harness deadline {settings.timeout:g} s, "
         f"{launch}, sides {settings.sides}",

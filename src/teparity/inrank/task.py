@@ -71,7 +71,7 @@ def clear_dtensor_caches() -> None:
     """Empty DTensor's sharding-propagation and redistribution caches. They key on specs whose mesh equality ignores
     the mesh's process group, so after a warm rank is regrouped (``destroy_process_group``) a cached output spec
     names a destroyed group: "Could not resolve the process group registered under the name N" in FSDP2's
-    ``full_tensor`` (seen once in 16 served runs on an H200; ``tests/harness/test_dtensor_caches.py`` reproduces it on
+    ``full_tensor`` (seen once in 16 served runs on an H200; ``harness/test_dtensor_caches.py`` reproduces it on
     the CPU)."""
     from torch.distributed.tensor import _redistribute, debug
 

@@ -27,7 +27,7 @@ Tightened from evidence. TE's tables are loose for what the gate compares: on on
 committed passing GPU run of the checks judged by them showed differences three orders of magnitude below them. The
 rule: where a table's tolerance had over 100x headroom on every committed passing run, the gate allows
 ``HEADROOM`` (16) times the largest difference any committed passing GPU run showed for that class of comparison,
-rounded up to a power of two (``tests/harness/test_tolerances.py`` recomputes the largest differences from the
+rounded up to a power of two (``harness/test_tolerances.py`` recomputes the largest differences from the
 reports under docs/results/ and holds every tightened rule to it):
 
 - outputs and gradients, one process or two ranks, TE's DelayedScaling table: largest seen 4.58e-5 (legacy,

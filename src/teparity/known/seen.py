@@ -1,6 +1,6 @@
 """The newest thunder and TE on which a committed run showed each known defect (its known outcome, or its ``seen``
 runs where none recorded one): a stack newer than these lies in the entry's range by extrapolation, which the
-header and the report say. ``tests/harness/test_known_defects.py`` recomputes it from the reports under
+header and the report say. ``harness/test_known_defects.py`` recomputes it from the reports under
 docs/results/."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ built with. ``transformer-engine`` is a meta-package (its METADATA, TE 2.9+): th
 extension alone (``transformer_engine_torch``, source only, compiled against the installed torch: hence
 ``--no-build-isolation``), and the core library is the extra ``core-cu13`` or ``core-cu12`` (``core`` means CUDA 12).
 The README, the skip reasons, ``doctor``, pyproject's ``gpu`` extras and tox name these lines and no other
-(``tests/harness/test_te_install.py``, which also reads TE's published METADATA)."""
+(``harness/test_te_install.py``, which also reads TE's published METADATA)."""
 
 from __future__ import annotations
 

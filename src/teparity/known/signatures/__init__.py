@@ -1,6 +1,6 @@
 """The signatures of the known upstream defects: each a failure type of ``teparity.judge.failures`` (or
 ``RanksFailed``), a predicate over that failure's evidence, and the predicate in words. A predicate reads only
-the evidence its failure type carries; ``tests/harness/test_known_defects.py`` holds each against its defect's
+the evidence its failure type carries; ``harness/test_known_defects.py`` holds each against its defect's
 own failure and against look-alikes that must not match.
 
 A module a kind of failure, each its predicates first and its signatures after:
