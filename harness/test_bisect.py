@@ -14,7 +14,6 @@ import pytest
 from teparity.tools.bisect import (
     EndpointMismatch,
     Step,
-    UsageError,
     Verdict,
     build_date,
     search,
@@ -22,6 +21,7 @@ from teparity.tools.bisect import (
     wheel_versions,
     write_log,
 )
+from teparity.option_types import UsageError
 from teparity.tools.gate_runs import GateRun
 
 BUILDS = [f"0.2.0.dev202406{day:02d}" for day in range(1, 21)]  # 20 builds, deliberately listed unsorted below

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness import REPO
-from teparity.gate.report import ParityReport
+from teparity.report.parity import ParityReport
 
 
 def _readme_gate_command() -> list[str]:

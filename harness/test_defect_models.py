@@ -12,13 +12,13 @@ import pytest
 import torch
 
 from teparity.gate.pairs import ModelParted, Pairs
-from teparity.gate.report import MODEL_PROPERTY, NUMBERS_PROPERTY
+from teparity.report.parity import MODEL_PROPERTY, NUMBERS_PROPERTY
 from teparity.inrank import defect_models
 from teparity.inrank.defect_models import tie_parameters
 from teparity.judge.failures import PartedFromEager, SilentFallback
 from teparity.known import registry
 from teparity.known.registry import BY_ID
-from teparity.known.upstream.tracing import THUNDERFX_CANNOT_INTERPRET_TORCH_2_12_FX_CODEGEN as TORCH_2_12_THUNDERFX
+from teparity.known.defects.thunderfx_cannot_interpret_torch_2_12_fx_codegen import ENTRY as TORCH_2_12_THUNDERFX
 from teparity.records import STATE_PER_CACHE_ENTRY, TORCH_LINEARS, Case, CaseRun, Pair, PairSpec, StepRecord
 from teparity.stack.environment import Environment
 from teparity.stack.executors import ExecutorInfo

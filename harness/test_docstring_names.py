@@ -1,9 +1,9 @@
 """Every dotted teparity name that a docstring or comment of ``src/teparity`` or ``tests`` mentions exists: a module
-(``teparity.gate.report``, or relative, ``gate.report``) or a name its module defines or imports
+(``teparity.report.parity``, or relative, ``report.parity``) or a name its module defines or imports
 (``teparity.known.registry.BY_ID``). A docstring naming a module that has moved or a class that was renamed sends its
 reader looking for something that is not there, and nothing else would notice. The check reads the source files and
 imports nothing, so modules that need TransformerEngine or a GPU are checked like any other. Only dotted names are
-checked: paths written with slashes (``gate/report.py``) and names of other packages (``torch.distributed``) are not."""
+checked: paths written with slashes (``report/parity.py``) and names of other packages (``torch.distributed``) are not."""
 
 from __future__ import annotations
 
@@ -22,6 +22,10 @@ TOPS = sorted({path.stem for path in PACKAGE.glob("*.py") if path.stem != "__ini
               | {path.name for path in PACKAGE.iterdir() if (path / "__init__.py").is_file()})
 #: ``teparity.<...>`` or ``gate.<...>``, not preceded by a word, dot or slash: not ``torch.testing.x`` or ``a/gate.x``.
 DOTTED = re.compile(rf"(?<![\w./-])(?:teparity|{'|'.join(TOPS)})(?:\.\w+)+")
+#: A module of a subpackage named alone and its attribute in double backquotes, ``versions.FSDP_SHARDING``: the name
+#: must be bound by a module of that name somewhere in the package.
+NESTED = {path.stem for path in PACKAGE.rglob("*.py") if path.parent != PACKAGE and path.stem != "__init__"} - set(TOPS)
+QUOTED = re.compile(rf"``((?:{'|'.join(sorted(NESTED))})\.(?!(?:json|toml|md|py|txt|log|sh)``)[A-Za-z_]\w*)``")
 
 
 def _texts(path: Path) -> Iterator[tuple[int, str]]:
@@ -68,8 +72,22 @@ def resolves(name: str) -> bool:
     return False
 
 
+def nested_resolves(name: str) -> bool:
+    """Whether ``module.NAME`` names something a module of that name (in any subpackage) binds."""
+    stem, attribute = name.split(".", 1)
+    return any(attribute.split(".")[0] in _defined(path) for path in PACKAGE.rglob(f"{stem}.py"))
+
+
 def test_every_teparity_name_in_a_docstring_or_comment_exists() -> None:
     unresolved = [f"{path.relative_to(REPO)}:{line}: {match.group()}"
                   for path in sorted([*PACKAGE.rglob("*.py"), *(REPO / "tests").rglob("*.py")])
                   for line, text in _texts(path) for match in DOTTED.finditer(text) if not resolves(match.group())]
+    unresolved += [f"{path.relative_to(REPO)}:{line}: {match.group(1)}"
+                   for path in sorted([*PACKAGE.rglob("*.py"), *(REPO / "tests").rglob("*.py")])
+                   for line, text in _texts(path) for match in QUOTED.finditer(text) if not nested_resolves(match.group(1))]
     assert not unresolved, "names that no module defines:\n" + "\n".join(unresolved)
+
+
+def test_a_subpackage_module_named_alone_with_a_name_it_lacks_is_caught() -> None:
+    assert not nested_resolves("versions.FSDP_SHARDING") and nested_resolves("thunder_api.FSDP_SHARDING")
+    assert QUOTED.search("(``versions.FSDP_SHARDING``)")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from teparity.gate.evidence import EVIDENCE_CHARS, excerpt, exception_lines
+from teparity.report.evidence import EVIDENCE_CHARS, excerpt, exception_lines
 from teparity.inrank import faults
 from teparity.launch.fresh import run_ranks
 from teparity.launch.outcome import RanksFailed

@@ -18,8 +18,8 @@ import torch
 from packaging.specifiers import SpecifierSet
 
 from teparity import checks
-from teparity.gate.report import ParityReport
-from teparity.gate.table import unwrapped
+from teparity.report.parity import ParityReport
+from teparity.report.table import unwrapped
 from teparity.judge.failures import (
     PartedFromEager,
     RaisedOnTheRanks,
@@ -31,7 +31,7 @@ from teparity.judge.failures import (
 )
 from teparity.known import registry as known_defects
 from teparity.known.defect import BisectedBound, KnownDefect, spans, within
-from teparity.known.entries import REGISTRY
+from teparity.known.registry import REGISTRY
 from teparity.launch.outcome import RankFailure, RanksFailed
 from teparity.records import NOTHING_STASHED, Case
 from teparity.stack.environment import Environment
@@ -775,6 +775,67 @@ def test_every_bisected_bound_is_backed_by_its_log(entry: KnownDefect) -> None:
     assert _bound_problems(entry) == []
 
 
+_RANGE_KEYS = {"thunder": "thunder", "te": "transformer_engine", "torch": "torch"}
+
+
+def _fix_problems(entry: KnownDefect, root: Path = REPO) -> list[str]:
+    """Why an entry's range ends somewhere no run showed the defect gone: every upper clause of its thunder, TE and
+    torch ranges must be a bisected bound (its log checked above) or a ``FixSeen`` whose evidence is committed; a parity
+    report as evidence must be a run on a build the clause leaves out, inside the entry's other ranges, where a test of
+    the entry's checks ran and none failed or was known as the entry."""
+    problems = []
+    cited = {bound.bound for bound in entry.bounds} | {fix.bound for fix in entry.fixed}
+    ranges = {"thunder": entry.thunder, "te": entry.te, "torch": entry.torch}
+    for package, specifier in ranges.items():
+        for clause in (str(s) for span in spans(specifier or "") if span for s in SpecifierSet(span)):
+            if clause.startswith("<") and clause not in cited:
+                problems.append(f"{package} {clause}: an upper bound no run showed the defect gone at (cite one, or open the range)")
+    for fix in entry.fixed:
+        evidence = root / fix.evidence
+        if not evidence.is_file():
+            problems.append(f"{fix.evidence}: no such file")
+            continue
+        if fix.bound not in {str(s) for span in spans(ranges[fix.package] or "") for s in SpecifierSet(span)}:
+            problems.append(f"{fix.bound} is not a clause of {fix.package} `{ranges[fix.package]}`")
+        if evidence.suffix != ".json" or (data := json.loads(evidence.read_text())).get("schema") != "teparity.parity-report/1":
+            continue
+        versions = data["environment"]["versions"]
+        if within(versions.get(_RANGE_KEYS[fix.package]), fix.bound):
+            problems.append(f"{fix.evidence}: ran {fix.package} {versions.get(_RANGE_KEYS[fix.package])}, inside {fix.bound}")
+        tests = [t for row in data["results"] if entry.names(row["check"], row["executor"]) for t in row["tests"]]
+        shown = [t["nodeid"] for t in tests if t["outcome"] in ("FAIL", "XPASS") or t.get("known_defect") == entry.id]
+        if not tests or shown:
+            problems.append(f"{fix.evidence}: {'shows it: ' + ', '.join(shown[:3]) if shown else 'no test of its checks'}")
+    return problems
+
+
+@pytest.mark.parametrize("entry", REGISTRY, ids=lambda e: e.id)
+def test_every_upper_bound_is_where_a_run_showed_the_defect_gone(entry: KnownDefect) -> None:
+    assert _fix_problems(entry) == []
+
+
+def test_an_upper_bound_without_a_run_that_shows_the_fix_is_refused() -> None:
+    """A bound where runs merely stopped (``<0.2.8``: no build beyond was run) turns every newer build's gate red."""
+    entry = known_defects.BY_ID["functional-fp8-group-ignored"]
+    assert _fix_problems(dataclasses.replace(entry, thunder=entry.thunder + ",<0.2.8")) == [
+        "thunder <0.2.8: an upper bound no run showed the defect gone at (cite one, or open the range)"]
+    legacy = known_defects.BY_ID["legacy-fp8-group-ignored"]
+    still_there = dataclasses.replace(legacy.fixed[0], bound="<0.2.6", evidence="docs/results/h100-matrix-a42f2cc/te-2.9.0/te2.9.0-th0.2.6.json")
+    said = _fix_problems(dataclasses.replace(legacy, thunder=">=0.2.0.dev0,<0.2.6", fixed=(still_there,)))
+    assert len(said) == 1 and said[0].startswith("docs/results/h100-matrix-a42f2cc/te-2.9.0/te2.9.0-th0.2.6.json: shows it: "), said
+
+
+def test_the_next_releases_hold_every_entry_the_newest_stack_holds() -> None:
+    """A release day is no red day: thunder's next dev builds (a PR's tree) and TE's next release hold what the newest
+    declared stack holds, by extrapolation; torch 2.12.1 too."""
+    newest = set(known_defects.registered_for(Versions(torch="2.11.0", thunder="0.2.7.dev20260201", transformer_engine="2.20.2")))
+    assert len(newest) == 11, sorted(newest)
+    for thunder, te, torch_version in (("0.2.7", "2.20.2", "2.11.0"), ("0.2.8.dev20260301", "2.20.2", "2.11.0"),
+                                       ("0.2.7.dev20260201", "2.21.0", "2.11.0"), ("0.2.7.dev20260201", "2.20.2", "2.12.1")):
+        held = set(known_defects.registered_for(Versions(torch=torch_version, thunder=thunder, transformer_engine=te)))
+        assert newest <= held, (thunder, te, torch_version, sorted(newest - held))
+
+
 def test_a_bound_that_its_log_does_not_back_is_refused(tmp_path: Path) -> None:
     (tmp_path / "bisect.json").write_text(json.dumps(
         {"package": "lightning-thunder", "result": {"first": "0.2.6.dev20250330", "first_verdict": "bad"}}))
@@ -810,14 +871,14 @@ def test_an_upper_bound_at_the_last_bad_build_is_backed_by_a_fix_bisect_that_end
 
 
 def _markdown_of(entry: KnownDefect) -> str:
-    from teparity.known import entries
+    from teparity.known import registry
 
-    saved = entries.REGISTRY
-    entries.REGISTRY = (entry,)
+    saved = registry.REGISTRY
+    registry.REGISTRY = (entry,)
     try:
         return known_defects.markdown()
     finally:
-        entries.REGISTRY = saved
+        registry.REGISTRY = saved
 
 
 def test_a_bound_named_by_build_holds_the_dev_builds_that_a_release_bound_leaves_out() -> None:
@@ -890,7 +951,7 @@ def test_a_range_of_spans_apart_holds_in_each_span_and_says_all_of_them_where_it
 
 _CONFTEST = """
 import dataclasses
-import teparity.known.entries as kd
+import teparity.known.registry as kd
 from teparity.known.registry import BY_ID
 from teparity.stack.versions import Versions
 
@@ -1192,10 +1253,10 @@ def _newest_seen_in_the_reports() -> dict[str, tuple[str | None, str | None]]:
 def test_the_newest_versions_seen_per_entry_are_the_committed_reports() -> None:
     """teparity.known.seen is what the reports under docs/results/ show: a new run that shows an entry on a newer
     stack moves it, and the header's extrapolation follows."""
-    from teparity.known.seen import NEWEST_SEEN
+    from teparity.known.seen import derive, newest_seen
 
-    expected = _newest_seen_in_the_reports()
-    assert NEWEST_SEEN == expected, "regenerate src/teparity/known/seen.py's NEWEST_SEEN: " + json.dumps(expected, indent=1)
+    expected = derive(REPO, REGISTRY)
+    assert newest_seen() == expected, "python -m teparity known-defects --write-seen: " + json.dumps(expected, indent=1)
 
 
 def test_a_stack_newer_than_every_run_that_showed_an_entry_is_named_extrapolated() -> None:

@@ -20,7 +20,7 @@ LAYERS = (
     ("teparity.trace_summary", "teparity.records", "teparity.strategies", "teparity.mutations", "teparity"),
     ("teparity.judge", "teparity.inrank"),
     ("teparity.known",),
-    ("teparity.gate",),
+    ("teparity.gate", "teparity.report"),
     ("teparity.plugin", "teparity.tools", "teparity.testing"),
     ("teparity.cli", "teparity.__main__"),
 )
@@ -35,6 +35,7 @@ APART = {
     "teparity.trace_summary": ("teparity.records", "teparity.mutations"),
     "teparity.records": ("teparity.mutations",),
     "teparity.strategies": ("teparity.records", "teparity.mutations"),
+    "teparity.report": ("teparity.gate",),
 }
 
 

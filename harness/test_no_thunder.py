@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from teparity.gate.table import CONTINUED_INDENT, HEADER_INDENT, unwrapped
+from teparity.report.table import CONTINUED_INDENT, HEADER_INDENT, unwrapped
 from harness import REPO
 
 

@@ -57,13 +57,13 @@ def _named_builds() -> set[str]:
     """Every thunder build a registry range, a version fact or a seen value names."""
     import re
 
-    from teparity.known import entries
-    from teparity.known.seen import NEWEST_SEEN
+    from teparity.known import registry as entries
+    from teparity.known.seen import newest_seen
     from teparity.stack import since
 
     named = {build for entry in entries.REGISTRY for build in re.findall(r"\d+\.\d+(?:\.\d+)*(?:\.dev\d+)?", entry.thunder)}
     named |= {str(value) for value in vars(since).values() if type(value).__name__ == "Version"}
-    return named | {thunder for thunder, _ in NEWEST_SEEN.values() if thunder}
+    return named | {thunder for thunder, _ in newest_seen().values() if thunder}
 
 
 def test_an_undated_source_tree_is_newer_than_every_build_of_its_line_that_anything_names() -> None:

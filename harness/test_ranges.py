@@ -10,7 +10,7 @@ import pytest
 
 from teparity.tools.matrix import compatibility_matrix
 from teparity.tools.ranges import Run, Span, collapse
-from teparity.gate.report import ParityReport, TestOutcome
+from teparity.report.parity import ParityReport, TestOutcome
 from harness import REPO
 
 LOST = TestOutcome("t", "known", "no linear held by TE", known_defect="legacy-executor-loses-te-from-te-2.10")

@@ -1,4 +1,4 @@
-"""Verdicts relative to another run (``teparity.gate.relative``): a change against its base (``--teparity-base``) and
+"""Verdicts relative to another run (``teparity.report.relative``): a change against its base (``--teparity-base``) and
 the diff of two runs (``python -m teparity diff``)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from teparity.gate.relative import against_base, diff
-from teparity.gate.report import ParityReport, TestOutcome
+from teparity.report.relative import against_base, diff
+from teparity.report.parity import ParityReport, TestOutcome
 
 ENV = {"versions": {"torch": "2.11.0", "thunder": "0.2.6", "transformer_engine": "2.9.0"}, "teparity_commit": "abc",
        "world_size": 2, "backend": "gloo", "injected": [], "te_settings": {}}

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from teparity.gate.report import ParityReport, TestOutcome
-from teparity.gate.table import CONTINUED_INDENT, terminal_table, unwrapped
+from teparity.report.parity import ParityReport, TestOutcome
+from teparity.report.table import CONTINUED_INDENT, terminal_table, unwrapped
 from harness import REPO
 
 

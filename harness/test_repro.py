@@ -93,8 +93,8 @@ def test_the_issue_body_carries_the_environment_the_verdict_here_and_the_script(
 
 
 def test_a_known_cells_footnote_ends_with_the_command_that_writes_its_reproduction(monkeypatch: pytest.MonkeyPatch) -> None:
-    from teparity.gate.report import ParityReport, TestOutcome
-    from teparity.gate.table import Footnotes, cell_text
+    from teparity.report.parity import ParityReport, TestOutcome
+    from teparity.report.table import Footnotes, cell_text
 
     with_one, without = repro.available()[:2]
     monkeypatch.setattr(repro, "available", lambda: [with_one])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from teparity.gate.report import ParityReport, TestOutcome
+from teparity.report.parity import ParityReport, TestOutcome
 from teparity.known import registry, repro
 from teparity.known.registry import BY_ID
 from teparity.stack.versions import Versions

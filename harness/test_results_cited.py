@@ -116,3 +116,10 @@ def test_every_folder_in_docs_results_is_cited_from_outside_it() -> None:
         "rests on it, or delete it: git history keeps it):\n" + "\n".join(
             f"docs/results/{folder}: " + (f"named only inside docs/results, at {_places(where)}" if where else "named nowhere")
             for folder, where in orphans.items())
+
+
+def test_the_results_index_lists_every_folder() -> None:
+    """docs/results/README.md is the index of the runs: a folder it does not list is found by no one who reads it."""
+    index = (RESULTS / "README.md").read_text()
+    unlisted = [p.name for p in sorted(RESULTS.iterdir()) if p.is_dir() and f"[{p.name}]({p.name}/)" not in index]
+    assert not unlisted, f"folders docs/results/README.md does not list: {unlisted}"

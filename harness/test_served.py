@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from teparity.gate.table import unwrapped
+from teparity.report.table import unwrapped
 from teparity.inrank import faults
 from teparity.launch import fork_choice
 from teparity.launch.fork_client import FORK_SERVER_VARIABLE, ForkServerClient, start_server

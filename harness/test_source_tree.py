@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from teparity.gate.relative import diff
-from teparity.gate.report import read_report
+from teparity.report.relative import diff
+from teparity.report.parity import read_report
 from harness import REPO
 
 #: The tree's commit date: it reads as this date's nightly.

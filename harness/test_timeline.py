@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from teparity.gate.table import CONTINUED_INDENT, unwrapped
+from teparity.report.table import CONTINUED_INDENT, unwrapped
 from teparity.gate.timeline import PHASES, Timeline
 
 _TESTS = """import time

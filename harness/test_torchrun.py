@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from teparity.known.upstream.tracing import THUNDERFX_CANNOT_INTERPRET_TORCH_2_12_FX_CODEGEN as TORCH_2_12_THUNDERFX
+from teparity.known.defects.thunderfx_cannot_interpret_torch_2_12_fx_codegen import ENTRY as TORCH_2_12_THUNDERFX
 from harness import REPO
 
 pytestmark = [

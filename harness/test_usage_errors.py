@@ -128,7 +128,7 @@ def test_summary_of_a_missing_or_unreadable_report_exits_2_and_its_markdown_stil
 def test_summary_of_a_gate_that_did_not_run_is_red_whatever_report_lies_there(tmp_path: Path, words: list[str], heading: str) -> None:
     """A CI step before the gate failed (its exit status output is then empty): an older report at the path, green
     or not, is not this run's."""
-    from teparity.gate.report import ParityReport
+    from teparity.report.parity import ParityReport
 
     path = tmp_path / "report.json"
     ParityReport(environment={}, exitstatus=0).write(path)

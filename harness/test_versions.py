@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from teparity.gate.table import unwrapped
+from teparity.report.table import unwrapped
 from teparity.stack import reasons
 from teparity.stack.environment import Environment, GpuInfo
 from teparity.stack.envprobe import COMPILER_MODULES, ForkCheck, environment, fork_stages, fork_verdict

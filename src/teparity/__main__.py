@@ -7,7 +7,7 @@ import sys
 
 from teparity.cli import doctor, reports, runs
 from teparity.cli.parser import TAKE_DASHES, parser
-from teparity.tools.bisect import UsageError
+from teparity.option_types import UsageError
 from teparity.tools.repeat import ResumeError
 
 
@@ -38,7 +38,7 @@ def _run(args: argparse.Namespace, after: list[str], own: dict[str, argparse.Arg
     if command == "doctor":
         return doctor.doctor()
     if command == "known-defects":
-        return reports.known_defects()
+        return reports.known_defects(write_seen=args.write_seen)
     if command == "mutations":
         return reports.mutations()
     if command == "repro-table":

@@ -8,6 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 
+class UsageError(ValueError):
+    """Arguments a ``python -m teparity`` command cannot run with: it exits 2 with this message, never a traceback."""
+
+
 def positive(kind: type[int | float]) -> Callable[[str], Any]:
     """A number above zero."""
 

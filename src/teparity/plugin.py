@@ -98,9 +98,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def _base_report(text: str) -> str:
     """``--teparity-base``: a file that is no parity report is a usage error that says why."""
-    from teparity.gate.report import read_report
+    from teparity.report.parity import read_report
 
-    from teparity.gate.report import NotAReport
+    from teparity.report.parity import NotAReport
 
     try:
         read_report(text)

@@ -167,7 +167,7 @@ class PairSpec:
     #: blocks of k ranks (1: each rank alone), the group an amax reduction must stay within.
     fp8_group_size: int | None = None
     lr: float = 0.05
-    #: The strategy's sharding (``strategies.SHARDINGS``: thunder fsdp's ``sharding_strategy``, FSDP2's
+    #: The strategy's sharding (``thunder_api.FSDP_SHARDING``: thunder fsdp's ``sharding_strategy``, FSDP2's
     #: ``reshard_after_forward``), where it shards; else None.
     sharding: str | None = None
     #: thunder fsdp's ``bucketing_strategy`` by name (``"NONE"``, ``"LAYER"``, ``"BLOCK"``); None is its default.
@@ -259,7 +259,7 @@ class PairSpec:
 @dataclasses.dataclass
 class StepRecord:
     outputs: list[Any]
-    #: Per micro-batch; None where the input did not require grad (``versions.no_input_grad_under_ddp``).
+    #: Per micro-batch; None where the input did not require grad (``reasons.no_input_grad_under_ddp``).
     input_grads: list[Any]
     param_grads: dict[str, Any]
     fp8_state: Snapshot

@@ -14,12 +14,10 @@ from packaging.version import Version
 
 from teparity.stack import since
 from teparity.stack.reasons import fsdp_backend_unfit
+from teparity.stack.thunder_api import FSDP_SHARDING
 
 #: The spec fields a strategy may take (``Strategy.options``); each is None in a spec whose strategy does not take it.
 OPTIONS = ("sharding", "bucketing", "reference")
-#: thunder's and FSDP2's sharding by name: ZERO2 keeps the gathered parameters from the forward to the backward (FSDP2's
-#: ``reshard_after_forward=False``), ZERO3 gathers them again.
-SHARDINGS = ("ZERO2", "ZERO3")
 #: The eager references of a sharding strategy: torch FSDP2 over the ``te.Linear`` twins, or torch DDP where FSDP2 over
 #: ``te.Linear`` cannot run (``teparity.stack.reasons.fsdp_backend_unfit``).
 REFERENCES = {"fsdp2": "torch FSDP2 (fully_shard) + eager TE", "ddp": "torch DDP + eager TE"}
@@ -80,8 +78,8 @@ class Strategy:
         """Raise ``ValueError`` where ``spec`` sets an option this strategy does not take, or misses one it needs."""
         if given := [option for option in OPTIONS if getattr(spec, option) is not None and option not in self.options]:
             raise ValueError(f"strategy {self.name} takes no {', '.join(given)} (its options: {list(self.options) or 'none'})")
-        if "sharding" in self.options and spec.sharding not in SHARDINGS:
-            raise ValueError(f"strategy {self.name} needs sharding in {SHARDINGS}, not {spec.sharding!r}")
+        if "sharding" in self.options and spec.sharding not in FSDP_SHARDING:
+            raise ValueError(f"strategy {self.name} needs sharding in {FSDP_SHARDING}, not {spec.sharding!r}")
         if spec.reference is not None and spec.reference not in REFERENCES:
             raise ValueError(f"strategy {self.name}: reference {spec.reference!r} is not one of {list(REFERENCES)}")
         if self.compile_path is not None and spec.compile_path != self.compile_path:
@@ -93,7 +91,7 @@ class Strategy:
         that one eager run serves every spec that differs there alone."""
         changes: dict[str, Any] = {"bucketing": None} if "bucketing" in self.options else {}
         if spec.reference == "ddp":
-            changes["sharding"] = SHARDINGS[0]
+            changes["sharding"] = FSDP_SHARDING[0]
         return dataclasses.replace(spec, **changes) if changes else spec
 
 

@@ -111,7 +111,7 @@ GROUP_CHECKS = {"per-rank": checks.DDP_FP8_GROUP_PER_RANK, "subgroups-of-2": che
 @pytest.mark.check(lambda params: GROUP_CHECKS[params["layout"]])
 def test_amax_reduction_stays_in_the_fp8_group(executor: str, layout: str, parity: Pairs, world_size: int) -> None:
     """fp8 groups smaller than the world: eager TE reduces amaxes within each group, so thunder must too.
-    Known upstream: both executors reduce over the world (teparity.known.entries, *-fp8-group-ignored)."""
+    Known upstream: both executors reduce over the world (teparity.known.defects, *_fp8_group_ignored)."""
     size = GROUP_SIZES[layout]
     if world_size < 2 * size or world_size % size:
         pytest.skip(f"fp8 groups of {size} rank(s) need a world of 2+ such groups; world size is {world_size} (--teparity-world-size)")

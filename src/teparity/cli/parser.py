@@ -30,7 +30,10 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
     top = argparse.ArgumentParser(prog="python -m teparity", description=DESCRIPTION)
     commands = top.add_subparsers(dest="command", required=True)
     commands.add_parser("doctor", help="what this machine can run, tier by tier, and why not")
-    commands.add_parser("known-defects", help="the known upstream defects registry as markdown")
+    registry = commands.add_parser("known-defects", help="the known upstream defects registry as markdown")
+    registry.add_argument("--write-seen", action="store_true",
+                          help="derive the newest stack each defect was seen on from the reports under docs/results/ and "
+                          "write src/teparity/known/seen.json (after committing a run)")
     commands.add_parser("mutations", help="the mutation catalog as markdown: each regression and the checks that kill it")
     reproducing = commands.add_parser("repro", help="a known defect's standalone reproduction (torch, thunder and TE "
                                       "only): the script, or with --issue an upstream issue's body with a run here")

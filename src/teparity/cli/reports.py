@@ -11,7 +11,7 @@ from pathlib import Path
 
 from teparity.tools.matrix import compatibility_matrix
 from teparity.tools.ranges import Axis, Run
-from teparity.gate.report import NotAReport, ParityReport, read_report
+from teparity.report.parity import NotAReport, ParityReport, read_report
 
 
 def _reports(command: str, paths: list[Path]) -> list[ParityReport] | None:
@@ -61,10 +61,10 @@ def durations(paths: list[Path], output: Path | None) -> int:
 
 
 def diff(before: Path, after: Path, *, numbers: bool = False) -> int:
-    """The tests two reports judged differently (``teparity.gate.relative.diff``), regressed first; with ``numbers``
+    """The tests two reports judged differently (``teparity.report.relative.diff``), regressed first; with ``numbers``
     also those whose numbers moved. Exit 1 where a test regressed (what the gate, run against ``before`` as its base,
     would call red by the change), else 0."""
-    from teparity.gate.relative import diff as verdict_diff
+    from teparity.report.relative import diff as verdict_diff
 
     if (reports := _reports("diff", [before, after])) is None:
         return 2
@@ -83,9 +83,20 @@ def _source(path: Path) -> str:
     return path.parent.name if path.stem == "parity-report" else f"{path.parent.name}/{path.stem}"
 
 
-def known_defects() -> int:
-    from teparity.known.registry import markdown
+def known_defects(*, write_seen: bool = False) -> int:
+    """The registry as markdown; ``write_seen``: its newest-seen stacks derived from the checkout's docs/results/
+    instead (``teparity.known.seen``)."""
+    from teparity.known import seen
+    from teparity.known.registry import REGISTRY, markdown
 
+    if write_seen:
+        root = Path(__file__).resolve().parents[3]
+        if not (root / "docs" / "results").is_dir():
+            print(f"python -m teparity known-defects --write-seen: no docs/results/ in {root}: run it in a teparity "
+                  "checkout", file=sys.stderr)
+            return 2
+        sys.stderr.write(f"wrote {seen.write(root, REGISTRY)}\n")
+        return 0
     sys.stdout.write(markdown())
     return 0
 
@@ -95,7 +106,7 @@ def repro(entry_id: str, out: Path | None, issue: bool) -> int:
     from teparity.known import repro as repros
     from teparity.known.registry import BY_ID
     from teparity.stack.versions import Versions
-    from teparity.tools.bisect import UsageError
+    from teparity.option_types import UsageError
 
     if entry_id not in BY_ID:
         raise UsageError(f"no registry entry {entry_id!r}; the entries: {', '.join(BY_ID)}")
@@ -152,7 +163,7 @@ def _unreadable(path: Path) -> str | None:
 def repro_command(entry_id: str | None, out: Path | None, issue: bool, run_all: bool, jobs: int | None,
                   json_path: Path | None, timeout_s: float | None) -> int:
     """``repro ID`` (``repro``) or ``repro --all``; a mix of the two is a ``UsageError``."""
-    from teparity.tools.bisect import UsageError
+    from teparity.option_types import UsageError
     from teparity.tools.repro_table import DEFAULT_TIMEOUT_S, run_all_here
 
     if run_all and entry_id is not None:

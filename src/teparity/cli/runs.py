@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from teparity.tools.bisect import UsageError
+from teparity.option_types import UsageError
 
 
 def _workdir(workdir: Path | None, prefix: str) -> Path:

@@ -84,7 +84,7 @@ class Controller:
         return header_lines(self.settings, env, self.launch_label(), rank_env.in_force(self.rank_env_set))
 
     def launch_label(self) -> str:
-        """How this run's ranks start, in words (the header's, and the report's ``environment.launch``)."""
+        """How this run's ranks start, in words (the header's, and the report environment's ``launch``)."""
         mode, fallback = self.settings.ranks
         if fallback:
             return f"warm ranks (not forked: {fallback})"

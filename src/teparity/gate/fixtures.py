@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from teparity.gate.report import EVIDENCE_PROPERTY, NUMBERS_PROPERTY
+from teparity.report.parity import EVIDENCE_PROPERTY, NUMBERS_PROPERTY
 from teparity.gate.settings import probed_environment, settings
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from teparity.gate.settings import Settings
-from teparity.gate.table import HEADER_INDENT, wrapped
+from teparity.report.table import HEADER_INDENT, wrapped
 from teparity.known.registry import extrapolated, extrapolation_line, registered_for
 from teparity.stack import reasons
 from teparity.stack.environment import Environment
@@ -67,7 +67,7 @@ def _said(settings: Settings, env: Environment, launch: str, rank_environment: d
 def base_held(base: str | None) -> set[str]:
     """The registry entries the base's report held (known there, or by extrapolation): a run against its base says
     nothing more of them. Empty without a base, or where it is no report (the option's check says so)."""
-    from teparity.gate.report import NotAReport, read_report
+    from teparity.report.parity import NotAReport, read_report
 
     try:
         report = read_report(base) if base else None

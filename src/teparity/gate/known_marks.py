@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from teparity import checks
-from teparity.gate.report import BOUNDED_PROPERTY, COVERING_PROPERTY, KNOWN_PROPERTY, NEAR_MISS_PROPERTY, ROW_PROPERTY
+from teparity.report.parity import BOUNDED_PROPERTY, COVERING_PROPERTY, KNOWN_PROPERTY, NEAR_MISS_PROPERTY, ROW_PROPERTY
 from teparity.gate.settings import probed_environment
 from teparity.known import registry
 from teparity.known.defect import KnownDefect, NearMiss

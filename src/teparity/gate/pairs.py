@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import pytest
 
 from teparity.gate.ranks import StrategyRanks
-from teparity.gate.report import EXPOSED_PROPERTY, MODEL_PROPERTY, NUMBERS_PROPERTY
+from teparity.report.parity import EXPOSED_PROPERTY, MODEL_PROPERTY, NUMBERS_PROPERTY
 from teparity.judge.compare import Comparison
 from teparity.judge.parity import assert_parity, context
 from teparity.known.defect import KnownDefect, modeled_ids
@@ -77,7 +77,7 @@ class Pairs:
     record: Callable[[str], None]
     #: The known upstream defect with a model that covers this test on this stack (``known_marks.covering``).
     modeled_by: KnownDefect | None = None
-    #: Record a (key, value) of the test for the parity report (``teparity.gate.report``'s properties).
+    #: Record a (key, value) of the test for the parity report (``teparity.report.parity``'s properties).
     note: Callable[[str, Any], None] = lambda key, value: None
 
     def run(self, spec: PairSpec, *, measure_fused: bool = False) -> Pair:

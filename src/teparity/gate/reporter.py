@@ -11,9 +11,9 @@ import pytest
 
 from teparity.gate import schedule
 from teparity.gate.controller import Controller
-from teparity.gate.evidence import excerpt
+from teparity.report.evidence import excerpt
 from teparity.gate.header import te_settings
-from teparity.gate.report import (
+from teparity.report.parity import (
     BOUNDED_PROPERTY,
     COVERING_PROPERTY,
     EVIDENCE_PROPERTY,
@@ -27,7 +27,7 @@ from teparity.gate.report import (
     TestOutcome,
 )
 from teparity.gate.settings import probed_environment
-from teparity.gate.table import json_note, terminal_table, wrapped
+from teparity.report.table import json_note, terminal_table, wrapped
 from teparity.gate.timeline import Timeline, process_started
 from teparity.known.registry import extrapolated
 from teparity.launch import rank_env
@@ -151,10 +151,10 @@ class ParityReporter:
             self.report.write(path)
 
     def _judged(self, exitstatus: int) -> int:
-        """The run's exit status; with ``--teparity-base``, its change's (``teparity.gate.relative.against_base``): 0
+        """The run's exit status; with ``--teparity-base``, its change's (``teparity.report.relative.against_base``): 0
         where pytest's 1 came only from tests the base excuses (already red there, or fixed by this change)."""
-        from teparity.gate.relative import against_base
-        from teparity.gate.report import read_report
+        from teparity.report.relative import against_base
+        from teparity.report.parity import read_report
 
         if (base := self.controller.settings.base) is None or not self.report.cells:
             return int(exitstatus)

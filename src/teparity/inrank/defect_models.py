@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import functools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 import torch
@@ -420,23 +421,35 @@ def gelu_remat(compile_path: str) -> GeluRemat:
     return "last-keeps-forward" if compile_path == "jit" else "recomputed"
 
 
+@dataclasses.dataclass(frozen=True)
+class Build:
+    """What a model's builder may read beside the plain network: thunder's executor and compile path, the regions
+    thunder recomputes, the rank's fp8 group."""
+
+    executor: str
+    compile_path: str = "jit"
+    recomputed: int = 0
+    group: Any = None
+
+
+#: Each eager model by its name (``teparity.records.EAGER_MODELS``): a builder of the plain network.
+MODELS: dict[str, Callable[[torch.nn.Module, Build], _Model]] = {
+    TORCH_LINEARS: lambda plain, build: TorchLinears(plain),
+    STATE_PER_CACHE_ENTRY: lambda plain, build: StatePerCacheEntry(plain, own_updates=build.executor == "functional"),
+    FRESH_STATE_PER_RECIPE_OBJECT: lambda plain, build: FreshStatePerRecipeObject(plain),
+    BF16_COPIES: lambda plain, build: Bf16Copies(plain),
+    RECOMPUTED_UNDER_FP8: lambda plain, build: RecomputedUnderFp8(plain, build.recomputed, build.group,
+                                                                  gelus=gelu_remat(build.compile_path)),
+    RESUMED_WITHOUT_FP8_STATE: lambda plain, build: ResumedWithoutFp8State(plain),
+    STATE_PER_CALL: lambda plain, build: StatePerCall(plain),
+}
+
+
 def eager_model(name: str, plain: torch.nn.Module, *, executor: str, compile_path: str = "jit", recomputed: int = 0,
                 group: Any = None) -> _Model:
-    """The eager model ``name`` (``teparity.records.EAGER_MODELS``) of ``plain``, for thunder with ``executor`` compiled
-    by ``compile_path``, with thunder's activations where they differ from torch's (``_thunders_activations``)."""
+    """The eager model ``name`` (``MODELS``) of ``plain``, for thunder with ``executor`` compiled by ``compile_path``,
+    with thunder's activations where they differ from torch's (``_thunders_activations``)."""
+    if name not in MODELS:
+        raise ValueError(f"no eager model named {name!r}: one of {sorted(MODELS)}")
     _thunders_activations(plain)
-    if name == TORCH_LINEARS:
-        return TorchLinears(plain)
-    if name == STATE_PER_CACHE_ENTRY:
-        return StatePerCacheEntry(plain, own_updates=executor == "functional")
-    if name == FRESH_STATE_PER_RECIPE_OBJECT:
-        return FreshStatePerRecipeObject(plain)
-    if name == BF16_COPIES:
-        return Bf16Copies(plain)
-    if name == RECOMPUTED_UNDER_FP8:
-        return RecomputedUnderFp8(plain, recomputed, group, gelus=gelu_remat(compile_path))
-    if name == RESUMED_WITHOUT_FP8_STATE:
-        return ResumedWithoutFp8State(plain)
-    if name == STATE_PER_CALL:
-        return StatePerCall(plain)
-    raise ValueError(f"no eager model named {name!r}")
+    return MODELS[name](plain, Build(executor, compile_path, recomputed, group))

@@ -21,7 +21,7 @@ from typing import Any
 
 from teparity.inrank.scenarios import backward_collectives, transform_steps
 from teparity.records import DdpTransformRun, RankError
-from teparity.stack.thunder_api import jit_fsdp
+from teparity.stack.thunder_api import FSDP_SHARDING, jit_fsdp
 from teparity.strategies import STRATEGIES, Strategy
 
 
@@ -30,7 +30,7 @@ class FsdpTransformSpec:
     """thunder's FSDP (``side="thunder"``) or torch's FSDP2 (``side="torch"``) on the CPU, fp32."""
 
     side: str = "thunder"
-    #: ``"ZERO2"`` or ``"ZERO3"`` (``versions.FSDP_SHARDING``).
+    #: ``"ZERO2"`` or ``"ZERO3"`` (``thunder_api.FSDP_SHARDING``).
     sharding: str = "ZERO2"
     #: thunder fsdp's ``bucketing_strategy`` by name, or None (its default, NONE); the torch side ignores it.
     bucketing: str | None = None
@@ -73,8 +73,8 @@ def fully_shard_network(network: Any, sharding: str, mesh: Any = None, keep_attr
     except ImportError:  # torch before 2.6 (the mid-2024 thunder builds' torch 2.4) has FSDP2 only here
         from torch.distributed._composable.fsdp import fully_shard
 
-    if sharding not in ("ZERO2", "ZERO3"):
-        raise ValueError(f"unknown sharding {sharding!r}: ZERO2 or ZERO3")
+    if sharding not in FSDP_SHARDING:
+        raise ValueError(f"unknown sharding {sharding!r}: one of {FSDP_SHARDING}")
     reshard = sharding == "ZERO3"
     saved = {name: dict(vars(p)) for name, p in network.named_parameters()} if keep_attributes else {}
     options: dict[str, Any] = {"reshard_after_forward": reshard}

@@ -148,7 +148,7 @@ class LlamaBlock(torch.nn.Module):
         angles = torch.cat([angles, angles], dim=-1)
         self.register_buffer("cos", angles.cos(), persistent=False)
         self.register_buffer("sin", angles.sin(), persistent=False)
-        #: The MLP's activation: torch's, or a defect model's copy of thunder's (``defect_models.ThunderSilu``).
+        #: The MLP's activation: torch's, or a defect model's copy of thunder's (``defect_models.thunder_silu``).
         self.silu: Any = torch.nn.functional.silu
 
     def _rotary(self, x: torch.Tensor) -> torch.Tensor:

@@ -204,7 +204,7 @@ def compiled_entries(runs_by_rank: list[list[CaseRun]]) -> dict[int, dict[str, i
 
 def left_out(env: Any, spec: PairSpec) -> str:
     """What this build's DDP transform keeps out of the comparison, and why ("" when nothing): the
-    ranks' inputs do not require grad where it cannot take one (``versions.no_input_grad_under_ddp``,
+    ranks' inputs do not require grad where it cannot take one (``reasons.no_input_grad_under_ddp``,
     which the ranks follow too)."""
     reason = no_input_grad_under_ddp(env.versions.thunder) if spec.parallel.thunder_ddp else None
     return f"; input gradients not compared: {reason}" if reason else ""

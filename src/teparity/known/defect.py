@@ -15,6 +15,9 @@ type, and converts a failure to that type only when the signature matches (``mat
   stack, and the bisect command that would settle where the range really starts;
 - ``pytest --runxfail``: the whole truth, each matched failure labelled with its entry.
 
+A range ends where a run showed the defect gone (an upper bound cites its bisect, ``bounds``, or its run, ``fixed``)
+and nowhere else: a newer thunder, TE or torch than every run stays in the range (extrapolated, and said so).
+
 Ranges are PEP 440 specifiers (a defect that went away and came back: its spans joined by `` || ``), so a bound
 named by release leaves out that release's own dev builds:
 ``>=0.2.6`` does not hold 0.2.6.dev20251019, which is a build before 0.2.6. Name a bound by build
@@ -57,6 +60,20 @@ class BisectedBound:
     bound: str
     #: The bisect.json under docs/results/ whose boundary is that build.
     log: str
+
+
+@dataclasses.dataclass(frozen=True)
+class FixSeen:
+    """An upper clause of an entry's range and the committed evidence that the defect is gone from the build it names
+    on: a parity report of a run there (no test of the entry fails or is known as it), or a file of another run that
+    showed it (a bisect's verdicts, a script's log). A range ends there and nowhere else: without one the range is
+    open, and a newer build holds the entry by extrapolation."""
+
+    package: Literal["thunder", "te", "torch"]
+    #: A clause of the entry's range, e.g. "<0.2.5.dev20250831" or "<=0.2.6.dev20250928".
+    bound: str
+    #: The file under docs/results/ that shows it gone.
+    evidence: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,8 +144,10 @@ class KnownDefect:
     cause: str
     #: Committed runs under docs/results/ that showed it.
     seen: tuple[str, ...]
-    #: The bounds that a bisect placed, each with its log (the others stop where the runs stopped).
+    #: The bounds that a bisect placed, each with its log.
     bounds: tuple[BisectedBound, ...] = ()
+    #: The upper bounds that no bisect placed, each with the run that showed the defect gone there (``FixSeen``).
+    fixed: tuple[FixSeen, ...] = ()
     #: A thunder defect that needs no TE: it holds where TE is absent too (``te`` still bounds it where
     #: TE is installed).
     without_te: bool = False
@@ -179,7 +198,7 @@ class KnownDefect:
         return (
             f"known upstream defect {self.id}: {self.summary} [signature: {self.signature.failure_names()} where "
             f"{self.signature.words}; cause: {self.cause}; seen: {', '.join(self.seen)}] "
-            f"(an XPASS means it is fixed: retire '{self.id}' from teparity/known/entries.py)"
+            f"(an XPASS means it is fixed: retire '{self.id}', its module in teparity/known/defects/)"
         )
 
     @property

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from teparity.known.defect import KnownDefect
 from teparity.known.registry import BY_ID
-from teparity.known.seen import NEWEST_SEEN
+from teparity.known.seen import newest_seen
 
 REPROS = Path(__file__).parent / "repros"
 #: What a run of a reproduction exits with, by its verdict.
@@ -56,7 +56,7 @@ def script(entry_id: str) -> str:
 
 
 def _header(entry: KnownDefect) -> str:
-    thunder, te = NEWEST_SEEN.get(entry.id, (None, None))
+    thunder, te = newest_seen().get(entry.id, (None, None))
     said = [
         f"Reproduction of {entry.id}: {entry.summary}.",
         f"Holds on lightning-thunder {entry.thunder}, TransformerEngine {entry.te}"

@@ -1,42 +1,63 @@
-"""The newest thunder and TE on which a committed run showed each known defect (its known outcome, or its ``seen``
-runs where none recorded one): a stack newer than these lies in the entry's range by extrapolation, which the
-header and the report say. ``harness/test_known_defects.py`` recomputes it from the reports under
-docs/results/."""
+"""The newest thunder and TE on which a committed run showed each known defect: derived from the parity reports under
+docs/results/ (a test known as the entry; where none is, the reports of the entry's ``seen`` runs), never kept by
+hand. A stack newer than these holds the entry by extrapolation, which the header and the report say
+(``teparity.known.registry.extrapolated``).
+
+``seen.json`` beside this module is the derivation as of the committed reports (an installed teparity has no
+docs/results/): ``python -m teparity known-defects --write-seen`` writes it, and a harness test checks it is current."""
 
 from __future__ import annotations
 
-NEWEST_SEEN: dict[str, tuple[str | None, str | None]] = {
-    "legacy-executor-loses-te-from-te-2.10": ('0.2.6', '2.20.2'),
-    "functional-executor-loses-te-from-te-2.10": ('0.2.4', '2.20.2'),
-    "grad-accumulation-fp8-state-per-cache-entry": ('0.2.7.dev20260201', '2.20.2'),
-    "fsdp-no-sync-loses-accumulated-gradients": ('0.2.7.dev20260201', '2.20.2'),
-    "fsdp-no-sync-stash-breaks-on-fused-linear-backward": ('0.2.3', '2.9.0'),
-    "fsdp-no-sync-stashes-input-grad-as-weight-grad": ('0.2.4', '2.9.0'),
-    "functional-fp32-bias-in-fp8-gemm": ('0.2.7.dev20260201', '2.20.2'),
-    "legacy-fp8-group-ignored": ('0.2.6', '2.9.0'),
-    "functional-fp8-group-ignored": ('0.2.7.dev20260201', '2.20.2'),
-    "ddp-transform-rejects-input-grad": ('0.2.3', '2.20.2'),
-    "legacy-executor-miscounts-te-2.9-saved-tensors": ('0.2.3', '2.9.0'),
-    "fsdp-transform-layer-bucketing-rejects-input-grad": ('0.2.3', '2.20.2'),
-    "legacy-backward-sync-dropped-by-delayed-split": ('0.2.7.dev20260201', None),
-    "no-grad-forward-left-to-torch": ('0.2.7.dev20260201', '2.20.2'),
-    "functional-declines-current-scaling": ('0.2.7.dev20260201', '2.20.2'),
-    "functional-checker-asserts-on-current-scaling": ('0.2.5', '2.20.2'),
-    "checkpoint-drops-fp8-state": ('0.2.7.dev20260201', '2.20.2'),
-    "fp8-state-per-input-shape": ('0.2.7.dev20260201', '2.20.2'),
-    "fp8-state-per-linear-call": ('0.2.7.dev20260201', '2.20.2'),
-    "functional-block-scaling-quantizer-count": ('0.2.4', '2.9.0'),
-    "symbolic-values-cannot-unpack-module-parameters": ('0.2.6', '2.20.2'),
-    "functional-new-recipe-object-resets-fp8-state": ('0.2.7.dev20260201', '2.20.2'),
-    "autocast-quantizes-bf16-copies": ('0.2.7.dev20260201', '2.20.2'),
-    "legacy-checkpointing-records-amax-twice": ('0.2.6', '2.9.0'),
-    "functional-amax-not-reduced-across-ranks": ('0.2.5.dev20250817', '2.9.0'),
-    "functional-checkpointing-saves-te-linears": ('0.2.5.dev20250629', '2.9.0'),
-    "functional-thunderfx-checkpointing-backward-unbound": ('0.2.4', '2.9.0'),
-    "functional-jit-checkpointing-backward-unbound": ('0.2.4', '2.9.0'),
-    "functional-checkpointing-updates-fp8-state-twice": ('0.2.5.dev20250803', '2.9.0'),
-    "thunder-sdpa-params-predate-torch-2.5": ('0.2.0.dev20240728', '1.8.0'),
-    "thunderfx-cannot-interpret-torch-2.12-fx-codegen": ('0.2.7.dev20260201', None),
-    "thunder-torchcompile-cat-segfault-on-llama": ('0.2.0.dev20240901', '1.8.0'),
-    "thunder-jit-cannot-trace-checkpoint-before-2025": ('0.2.0.dev20240901', '1.8.0'),
-}
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+SEEN_FILE = Path(__file__).with_name("seen.json")
+Seen = dict[str, tuple[str | None, str | None]]
+
+
+@functools.cache
+def newest_seen() -> Seen:
+    """Per entry id, (newest thunder, newest TE) that a committed run showed it on."""
+    return {entry: (thunder, te) for entry, (thunder, te) in json.loads(SEEN_FILE.read_text()).items()}
+
+
+def derive(root: Path, entries: Any) -> Seen:
+    """``newest_seen`` computed from the reports under ``root``/docs/results for ``entries``."""
+    from packaging.version import Version
+
+    def newer(a: str | None, b: str | None) -> str | None:
+        return b if a is None else a if b is None else max(a, b, key=Version)
+
+    reports = []
+    for path in sorted((root / "docs" / "results").rglob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except ValueError:
+            continue
+        if isinstance(data, dict) and "results" in data and "environment" in data:
+            reports.append((path.relative_to(root).as_posix(), data))
+    newest: Seen = {}
+
+    def see(entry_id: str, data: dict[str, Any]) -> None:
+        versions = data["environment"].get("versions", {})
+        thunder, te = newest.get(entry_id, (None, None))
+        newest[entry_id] = (newer(thunder, versions.get("thunder")), newer(te, versions.get("transformer_engine")))
+
+    for _, data in reports:
+        for entry_id in {t.get("known_defect") for r in data["results"] for t in r["tests"] if t["outcome"] in ("known", "xfail")}:
+            if entry_id:
+                see(entry_id, data)
+    for entry in entries:
+        if entry.id not in newest:
+            for path, data in reports:
+                if any(path.startswith(seen + "/") for seen in entry.seen):
+                    see(entry.id, data)
+    return {entry.id: newest.get(entry.id, (None, None)) for entry in entries}
+
+
+def write(root: Path, entries: Any) -> Path:
+    SEEN_FILE.write_text(json.dumps(derive(root, entries), indent=1, sort_keys=True) + "\n")
+    newest_seen.cache_clear()
+    return SEEN_FILE

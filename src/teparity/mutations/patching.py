@@ -10,7 +10,7 @@ PERTURBATION = 1 + 2**-10
 
 
 def override(module: Any, attribute: str, member: str, replacement: Callable[..., Any]) -> None:
-    """Put in place of ``module.attribute`` a proxy that delegates everything but ``member``: the
+    """Put in place of the ``attribute`` of ``module`` a proxy that delegates everything but ``member``: the
     change reaches only code that looks the name up in ``module`` (thunder's, not eager TE's)."""
     real = getattr(module, attribute)
 

@@ -35,7 +35,7 @@ class Environment:
     #: Why ``import transformer_engine.pytorch`` failed, or None if it worked or TE is absent.
     te_import_error: str | None
     thunder_import_error: str | None
-    #: Why ranks cannot be forked from a preloaded fork server here, or None (``envprobe.fork_error``).
+    #: Why ranks cannot be forked from a preloaded fork server here, or None (the probe's ``fork_error``).
     fork_error: str | None = None
     #: What the fork server imports: the most ``fork_stages()`` after which a forked child ran CUDA.
     fork_modules: tuple[str, ...] = ()

@@ -41,13 +41,11 @@ def jit_ddp(network: Any, jit_kwargs: dict[str, Any], **ddp_kwargs: Any) -> Any:
     return thunder.distributed.ddp(thunder.jit(network, **jit_kwargs), broadcast_from=None, **ddp_kwargs)
 
 
-#: ``thunder.distributed.fsdp``'s strategies by name: ``FSDPType`` members (``sharding_strategy``) and
-#: ``FSDPBucketingStrategy`` members (``bucketing_strategy``), the same names in every build from
-#: 0.2.0.dev20240404 to 0.2.7.dev20260201 (docs/facts.md, "thunder's FSDP").
+#: thunder's and FSDP2's sharding by name, the one list: ``thunder.distributed.fsdp``'s ``FSDPType`` members
+#: (``sharding_strategy``, the same names in every build from 0.2.0.dev20240404 to 0.2.7.dev20260201: docs/facts.md,
+#: "thunder's FSDP"). ZERO2 keeps the gathered parameters from the forward to the backward (FSDP2's
+#: ``reshard_after_forward=False``), ZERO3 gathers them again.
 FSDP_SHARDING = ("ZERO2", "ZERO3")
-
-
-FSDP_BUCKETING = ("NONE", "LAYER", "BLOCK")
 
 
 def jit_fsdp(network: Any, jit_kwargs: dict[str, Any], strategy: str, device: str, bucketing: str | None = None) -> Any:

@@ -22,17 +22,14 @@ from typing import Any, Literal
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from teparity.gate.report import NO_EXECUTOR
+from teparity.report.parity import NO_EXECUTOR
 from teparity.stack import reasons
 from teparity.stack.environment import Environment
+from teparity.option_types import UsageError
 from teparity.tools.gate_runs import GateRun, run_gate
 
 Verdict = Literal["good", "bad", "skip"]
 PACKAGES = ("lightning-thunder", "transformer-engine")
-
-
-class UsageError(ValueError):
-    """Arguments that cannot describe a bisect (the command exits 2 with this message)."""
 
 
 class EndpointMismatch(RuntimeError):

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 
 from teparity import checks
-from teparity.gate.report import NO_EXECUTOR, Cell, ParityReport
+from teparity.report.parity import NO_EXECUTOR, Cell, ParityReport
 from teparity.known.registry import BY_ID
 from teparity.tools.ranges import Axis, Run, Span, collapse
 

@@ -168,7 +168,7 @@ def _compatibility(runs: list[StackRun], workdir: Path) -> None:
     """The compatibility table of the stacks that wrote a report, by thunder build along a row."""
     from teparity.tools.matrix import compatibility_matrix
     from teparity.tools.ranges import Run
-    from teparity.gate.report import ParityReport
+    from teparity.report.parity import ParityReport
 
     found = [Run(run.stack.name, Path(run.report).name, ParityReport.from_json(json.loads(Path(run.report).read_text())))
              for run in runs if run.report]

@@ -16,7 +16,7 @@ from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
-from teparity.gate.report import ParityReport
+from teparity.report.parity import ParityReport
 
 Axis = Literal["te", "thunder"]
 AXES: tuple[Axis, ...] = ("te", "thunder")

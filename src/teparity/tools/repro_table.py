@@ -21,10 +21,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from teparity.gate.report import NO_EXECUTOR, ParityReport
+from teparity.report.parity import NO_EXECUTOR, ParityReport
 from teparity.known.defect import KnownDefect, combined
 from teparity.stack.versions import Versions, parse_version
-from teparity.tools.bisect import UsageError
+from teparity.option_types import UsageError
 
 SCHEMA = "teparity.repro-run/1"
 #: A run's verdicts beyond the script's own three (``teparity.known.repro.VERDICTS``).

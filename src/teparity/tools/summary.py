@@ -3,8 +3,8 @@ footnotes, and every failure's evidence."""
 
 from __future__ import annotations
 
-from teparity.gate.report import ParityReport, red
-from teparity.gate.table import COLUMN_NOTES, HEADINGS, Footnotes, cell_text
+from teparity.report.parity import ParityReport, red
+from teparity.report.table import COLUMN_NOTES, HEADINGS, Footnotes, cell_text
 from teparity.stack.versions import Versions
 
 
@@ -32,7 +32,7 @@ def markdown_summary(report: ParityReport, exit_status: int | None = None) -> st
     if failing:
         lines += ["", f"### {len(failing)} failing test(s)"]
         for check, test in failing:
-            # The report's excerpt whole (``teparity.gate.evidence``): each failed rank's exception is in it.
+            # The report's excerpt whole (``teparity.report.evidence``): each failed rank's exception is in it.
             lines += ["", f"**{test.outcome}** `{test.nodeid}` ({check})", "", "```", test.evidence, "```"]
     return "\n".join(lines) + "\n"
 

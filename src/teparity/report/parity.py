@@ -47,9 +47,9 @@ class TestOutcome:
     nodeid: str
     outcome: Outcome
     #: For a pass: what the test recorded as evidence; for a failure or a known defect: its message's excerpt
-    #: (``teparity.gate.evidence``); for an XPASS: the entries' reasons; for a skip: the reason.
+    #: (``teparity.report.evidence``); for an XPASS: the entries' reasons; for a skip: the reason.
     evidence: str
-    #: The registry entry (``teparity.known.entries``) a "known" outcome matched.
+    #: The registry entry (``teparity.known.registry``) a "known" outcome matched.
     known_defect: str | None = None
     #: The entries whose model a "known" outcome's thunder side was judged against where that exposed the raise which
     #: ``known_defect``'s signature matched (the reference's own failure hid it): their defects are there too.
@@ -112,7 +112,7 @@ class ParityReport:
     timeline: dict[str, Any] | None = None
     #: Why the run stopped before it tested anything (no thunder in its Python), or None.
     stopped: str | None = None
-    #: The change judged against its base (``--teparity-base``): ``teparity.gate.relative.ChangeVerdict.to_json`` and
+    #: The change judged against its base (``--teparity-base``): ``teparity.report.relative.ChangeVerdict.to_json`` and
     #: the base's path, or None.
     against_base: dict[str, Any] | None = None
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import textwrap
 
-from teparity.gate.report import NO_EXECUTOR, Cell, ParityReport
+from teparity.report.parity import NO_EXECUTOR, Cell, ParityReport
 from teparity.known import repro
 
 WIDTH = 120

@@ -15,7 +15,7 @@ import dataclasses
 import re
 from typing import Any
 
-from teparity.gate.report import ParityReport, TestOutcome
+from teparity.report.parity import ParityReport, TestOutcome
 
 RED = ("FAIL", "XPASS")
 #: What must match for two runs' tests to be compared as the same tests: the report environment's keys that change
