@@ -36,6 +36,7 @@ ADAPTER = "tests/features/test_feature_parity.py::test_frozen_base_with_adapter_
 TWICE = "tests/features/test_feature_parity.py::test_linear_called_twice_matches_eager_te"
 DDP_THUNDERFX = "tests/ddp/test_ddp_parity.py::test_torch_ddp_around_thunderfx_matches_torch_ddp"
 FSDP_CHECKPOINTING = "tests/fsdp/test_fsdp_parity.py::test_fsdp_with_activation_checkpointing_matches_the_reference_without"
+INFERENCE_8BIT = "tests/features/test_feature_parity.py::test_8bit_inference_matches_its_eager_model"
 #: A known test's kill: thunder no longer matches the entry's model (``teparity.gate.pairs.ModelParted``).
 OFF_THE_MODEL = "thunder differs from the model of known upstream defect"
 
@@ -75,6 +76,8 @@ KILLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "frozen-parameters-trained": ((f"{ADAPTER}[functional]",), ("thunder has gradients for",)),
     # Every step starts a fresh FP8 state: step 1 parts from torch DDP + eager TE (h100-matrix-a42f2cc's kill matrices).
     "thunderfx-recompiles-every-call": ((f"{DDP_THUNDERFX}[functional]", f"{DDP_THUNDERFX}[legacy]"), ("amax_history differs",)),
+    "inference-8bit-weight-scale-off": ((f"{INFERENCE_8BIT}[bfloat16]", f"{INFERENCE_8BIT}[float32]"),
+                                        ("parts from its eager model",)),
 }
 KILLING_TESTS = sorted({t for killing, _ in KILLS.values() for t in killing})
 #: Killing tests that are strict xfails (known defects) on a clean run of that stack: their clean run must be known,

@@ -45,6 +45,7 @@ pytestmark = [
 #: Entries that need TE on an FP8 GPU; test_gpu_kills.py holds their kill expectations.
 GPU_ONLY = {
     "amax-updates-duplicated",
+    "inference-8bit-weight-scale-off",
     "autocast-linear-not-downcast",
     "checkpointing-transform-skipped",
     "autocast-recipe-dropped",

@@ -60,6 +60,7 @@ CHECKPOINT_RESUME = _check("checkpoint-resume", runs_te=True)
 NEW_INPUT_SHAPE = _check("new-input-shape", runs_te=True)
 FROZEN_BASE_ADAPTER = _check("frozen-base-adapter", runs_te=True)
 LINEAR_CALLED_TWICE = _check("linear-called-twice", runs_te=True)
+INFERENCE_8BIT = _check("inference-8bit", runs_te=True)
 # -- ddp tier ----------------------------------------------------------------------------------------------
 DDP = _check("ddp", runs_te=True, column="ddp")
 DDP_FIRST_STEP = _check("ddp-first-step", runs_te=True, column="ddp")

@@ -360,6 +360,16 @@ class RankError:
 
 
 @dataclasses.dataclass(frozen=True)
+class Inference8BitRun:
+    """A side of the 8-bit inference check (``teparity.inrank.inference8bit``): each no-grad forward's output on the
+    CPU, and thunder's last execution trace's symbols; or what thunder's side raised."""
+
+    outputs: tuple[Any, ...] = ()
+    symbols: tuple[str, ...] = ()
+    error: RankError | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class DdpTransformRun:
     """Per step: the output, the input gradient (None when the input does not require grad) and the
     all-reduced parameter gradients, on the CPU; or the error the thunder side raised."""

@@ -9,6 +9,7 @@ from teparity import checks
 from teparity.gate.pairs import Pairs
 from teparity.gate.ranks import RankRunner, StrategyRanks
 from teparity.inrank.fsdp_transform import FsdpTransformSpec, fsdp_transform_run
+from teparity.inrank.inference8bit import QUANTIZED_LINEAR, Inference8BitSpec, inference8bit_run
 from teparity.inrank.scenarios import DdpTransformSpec, LegacySyncRun, LegacySyncSpec, ddp_transform_run, legacy_sync_run
 from teparity.inrank.sides import run_thunder
 from teparity.inrank.thunderfx_transform import ThunderfxSpec, thunderfx_run
@@ -34,7 +35,8 @@ from teparity.stack import reasons, recipes
 from teparity.strategies import REFERENCES
 
 __all__ = [
-    "FP32_AGAINST_TORCH", "Case", "Comparison", "DdpTransformRun", "DdpTransformSpec", "FsdpTransformSpec", "LegacySyncRun",
+    "FP32_AGAINST_TORCH", "QUANTIZED_LINEAR", "Case", "Comparison", "DdpTransformRun", "DdpTransformSpec", "FsdpTransformSpec",
+    "Inference8BitSpec", "LegacySyncRun", "inference8bit_run",
     "LegacySyncSpec", "Pair", "PairSpec", "Pairs", "REFERENCES", "RankRunner", "ReducedOutsideTheGroup", "SilentFallback", "StrategyRanks", "SyncCountWrong", "ThunderfxSpec",
     "assert_no_violations", "assert_te_as_the_reference", "assert_te_claimed", "check_backward_sync", "check_no_forward_sync",
     "checks", "compare_across_ranks", "compare_ddp_runs", "compare_sides", "compiled_entries", "ddp_transform_run",

@@ -3,7 +3,7 @@ by the numerics tier's rules (TE claims every linear, trace invariants, outputs 
 step, FP8 state): activation checkpointing, thunder's torch.compile path (thunderfx), recipe changes
 between steps, the no-grad forward, ``torch.autocast``, a llama-style block, and the combinations users train with:
 resuming from a checkpoint, a new input shape between steps, a frozen base linear with a trainable adapter, and a
-linear called twice in one forward.
+linear called twice in one forward; and thunder's 8-bit inference against its eager model.
 
 The eager side is the program without the feature where the feature must not change the numbers
 (checkpointing recomputes, it must not change what is computed), and the same program otherwise.
@@ -11,9 +11,23 @@ The eager side is the program without the feature where the feature must not cha
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import pytest
 
-from teparity.testing import Case, checks, fused_update_deviation, Pairs, PairSpec
+from teparity.testing import (
+    Case,
+    checks,
+    fused_update_deviation,
+    Inference8BitSpec,
+    inference8bit_run,
+    Pairs,
+    PairSpec,
+    QUANTIZED_LINEAR,
+    reasons,
+    StrategyRanks,
+)
 
 pytestmark = pytest.mark.fp8
 EXECUTORS = ["legacy", "functional"]
@@ -181,3 +195,37 @@ SHARED = (Case(sizes=(32, 64, 16), lead_shape=(16,), architecture="shared", seed
 def test_linear_called_twice_matches_eager_te(executor: str, parity: Pairs) -> None:
     """One linear called twice in a forward (shared weights): eager TE keeps one FP8 state for the module."""
     _assert_feature(PairSpec(executor, "delayed", SHARED, steps=3), parity, "a linear called twice per forward")
+
+
+#: 8-bit inference in the model's dtype: bfloat16 and float32.
+INFERENCE_DTYPES = ["bfloat16", "float32"]
+
+
+@pytest.mark.parametrize("dtype", INFERENCE_DTYPES)
+@pytest.mark.check(checks.INFERENCE_8BIT, "{dtype}")
+def test_8bit_inference_matches_its_eager_model(dtype: str, teparity_env: Any, ranks: StrategyRanks, evidence: Any) -> None:
+    """thunder's ``TEInference8BitTransform`` (weights stored in E4M3, each linear ``te_linear_fp8``) against its eager
+    model from TE's parts (``teparity.inrank.inference8bit``): every linear quantized, every output bitwise."""
+    if reason := reasons.no_8bit_inference(teparity_env):
+        pytest.skip(reason)
+    spec = Inference8BitSpec(dtype=dtype)
+    ctx = f"{teparity_env.versions.describe()}; 8-bit inference, {dtype}, {spec.passes} no-grad passes, sizes {spec.sizes}"
+    thunder, model = ranks.side_by_side([(inference8bit_run, (spec,)), (inference8bit_run, (dataclasses.replace(spec, side="model"),))])
+    for side, runs in (("thunder", thunder), ("the eager model", model)):
+        if runs[0].error is not None:
+            pytest.fail(f"{side} raised: {runs[0].error}; {ctx}", pytrace=False)
+    linears = len(spec.sizes) - 1
+    if (claimed := thunder[0].symbols.count(QUANTIZED_LINEAR)) != linears:
+        pytest.fail(f"{claimed} of {linears} linears ran as {QUANTIZED_LINEAR}; trace symbols {sorted(set(thunder[0].symbols))}; {ctx}",
+                    pytrace=False)
+    import torch
+
+    parted = []
+    for step, (ours, theirs) in enumerate(zip(thunder[0].outputs, model[0].outputs)):
+        try:
+            torch.testing.assert_close(ours, theirs, rtol=0, atol=0)
+        except AssertionError as error:
+            parted.append(f"pass {step}: {error}")
+    if parted:
+        pytest.fail(f"thunder's 8-bit inference parts from its eager model: {'; '.join(parted)}; {ctx}", pytrace=False)
+    evidence(f"{linears} quantized linears, {spec.passes} passes x {spec.sizes[0]}->{spec.sizes[-1]} bitwise equal to the model")

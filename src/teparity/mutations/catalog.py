@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
-from teparity.mutations import distributed, functional, legacy, module, patching, thunderfx
+from teparity.mutations import distributed, functional, inference, legacy, module, patching, thunderfx
 from teparity.stack.reasons import mutation_inapplicable
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ ENV_VAR = "TEPARITY_INJECT"
 #: What the installed stack must have for a mutation to apply (``teparity.stack.reasons.mutation_inapplicable``).
 Requirement = Literal[
     "legacy-sync", "legacy-te", "functional-te", "functional-fp8-group", "functional-checkpointing", "te",
-    "ddp-transform", "fsdp-transform", "thunderfx",
+    "ddp-transform", "fsdp-transform", "thunderfx", "te-inference",
 ]
 
 
@@ -288,6 +288,15 @@ CATALOG: dict[str, Mutation] = {
             distributed.decline_every_linear,
             killed_by=("te-trace-invariants",),
             kill_note="TE claims every linear",
+        ),
+        Mutation(
+            "inference-8bit-weight-scale-off",
+            "thunder's 8-bit inference stores each weight's scale 1% off the one it quantized the weight with: every "
+            "quantized linear's weight dequantizes 1% small",
+            "te-inference",
+            inference.weight_scale_perturbed,
+            killed_by=("inference-8bit[*]",),
+            kill_note="against its eager model, bitwise",
         ),
     )
 }

@@ -147,6 +147,19 @@ def feature_absent(executor: ExecutorKind, thunder: str | None, *, recipe_change
     return None
 
 
+def no_8bit_inference(env: Environment) -> str | None:
+    """Why thunder's 8-bit inference (``TEInference8BitTransform``) cannot run here, or None."""
+    if reason := no_fp8(env):
+        return reason
+    if not since.reached(env.versions.thunder, since.TE_INFERENCE_8BIT_SINCE):
+        return (f"lightning-thunder {env.versions.thunder} has no TEInference8BitTransform "
+                f"(thunder/transforms/te_inference.py, from {since.TE_INFERENCE_8BIT_SINCE})")
+    if not since.reached(env.versions.transformer_engine, since.TE_INFERENCE_8BIT_TE_SINCE):
+        return (f"thunder's 8-bit inference takes TE's Float8Quantizer from TransformerEngine "
+                f"{since.TE_INFERENCE_8BIT_TE_SINCE} on (installed {env.versions.transformer_engine})")
+    return None
+
+
 def recipe_declined(recipe_class: str, executor: ExecutorKind, env: Environment) -> str | None:
     """Why this executor / installed TE / GPU cannot run a recipe of class ``recipe_class``, or None."""
     if recipe_class == "DelayedScaling":
@@ -239,6 +252,8 @@ def mutation_inapplicable(requires: str, env: Environment) -> str | None:
         return _no_ddp_transform_to_mutate(env)
     if requires == "fsdp-transform":
         return no_thunder(env)
+    if requires == "te-inference":
+        return no_8bit_inference(env)
     if requires == "thunderfx":
         return no_thunder(env) or feature_absent(None, env.versions.thunder, recipe_changes=False, compile_path="thunderfx")
     return no_fp8(env)

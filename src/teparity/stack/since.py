@@ -42,6 +42,10 @@ SILU_GRAD_RULE_SINCE = Version("0.2.6.dev20251019")
 GELU_RECOMPUTED_SINCE = Version("0.2.5.dev20250706")
 #: ``Float8CurrentScaling``'s first TransformerEngine release.
 CURRENT_SCALING_TE_SINCE = Version("2.2")
+#: thunder's 8-bit inference (``thunder/transforms/te_inference.py``, ``TEInference8BitTransform``): in 0.2.6 and the
+#: 0.2.7 nightlies, not in 0.2.5 (the wheels read); it takes TE's ``Float8Quantizer`` from TE 2.9 on (its own test's skip).
+TE_INFERENCE_8BIT_SINCE = Version("0.2.6")
+TE_INFERENCE_8BIT_TE_SINCE = Version("2.9")
 #: TE's rule for ``Float8BlockScaling`` (``check_fp8_block_scaling_support``): compute capability and torch's CUDA.
 BLOCK_SCALING_CAPABILITY = (9, 0)
 BLOCK_SCALING_CUDA = Version("12.9")
