@@ -77,7 +77,7 @@ def test_a_look_alike_with_one_more_difference_is_no_known_defect(off: float) ->
     """The same silent fallback (the signature alone matches it), with thunder's outputs off the model."""
     noted, error = _judge(_pair(off))
     assert isinstance(error, ModelParted), error
-    assert registry.match(list(registry.entries.REGISTRY), error, ENV) is None
+    assert registry.match(list(registry.REGISTRY), error, ENV) is None
     assert f"thunder differs from the model of known upstream defect {NO_GRAD.id}" in str(error)
     assert "output: Tensor-likes are not close" in str(error) and "against eager TE itself: " in str(error)
     assert MODEL_PROPERTY not in dict(noted)
@@ -105,7 +105,7 @@ def test_the_model_spec_is_the_eager_spec_changed_as_the_entry_says() -> None:
 def test_every_behaviour_has_a_model_or_a_bounded_signature_or_is_named_here() -> None:
     """Each entry's test is held beyond its fingerprint: by a model, or by a signature that requires nothing else to
     differ or raise. UNMODELED names what is neither, and why."""
-    unheld = {entry.id for entry in registry.entries.REGISTRY if entry.model is None and not entry.signature.bounded}
+    unheld = {entry.id for entry in registry.REGISTRY if entry.model is None and not entry.signature.bounded}
     assert unheld == set(UNMODELED), unheld
 
 

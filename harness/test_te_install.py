@@ -33,10 +33,13 @@ def _tox() -> configparser.ConfigParser:
     return tox
 
 
-def _tox_te_versions() -> list[str]:
-    """The TE releases of tox's GPU environments, from their section's name."""
-    section = next(name for name in _tox().sections() if name.startswith("testenv:gpu-te{"))
-    return re.search(r"gpu-te\{([^}]*)\}", section).group(1).split(",")
+def _declared_te_versions() -> list[str]:
+    """The TE releases matrix.toml declares, oldest first."""
+    from packaging.version import Version
+
+    from teparity.tools import declared
+
+    return sorted({stack.te for stack in declared.read() if stack.te}, key=Version)
 
 
 def test_the_readme_the_skip_reasons_the_gpu_extras_and_tox_give_one_install_per_kind_of_host() -> None:
@@ -49,8 +52,8 @@ def test_the_readme_the_skip_reasons_the_gpu_extras_and_tox_give_one_install_per
     extras = re.search(r"^\[project\.optional-dependencies\]\n(.*?)\n\n", (REPO / "pyproject.toml").read_text(), re.M | re.S).group(1)
     assert f'\ngpu = ["{te_install.requirement(13, None)}"]' in f"\n{extras}", extras
     assert f'\ngpu-cu12 = ["{te_install.requirement(12, None)}"]' in f"\n{extras}", extras
-    gpu_env = _tox()[next(name for name in _tox().sections() if name.startswith("testenv:gpu-te{"))]
-    install = f'pip install --no-build-isolation --no-cache-dir "{te_install.requirement(13, "{env:TE_VERSION}")}"'
+    gpu_env = _tox()["testenv:gpu"]
+    install = f'pip install --no-build-isolation --no-cache-dir "{te_install.requirement(13, "{env:TE}")}"'
     assert install in gpu_env["commands_pre"], gpu_env["commands_pre"]
     assert "transformer-engine" not in gpu_env["deps"], "TE comes from the one install line, not from deps"
 
@@ -64,7 +67,7 @@ def test_no_other_te_install_is_spelled_anywhere() -> None:
     assert not spelled, spelled
 
 
-@pytest.mark.parametrize("version", sorted({te_install.TE_RELEASE, *_tox_te_versions()[-1:]}))
+@pytest.mark.parametrize("version", sorted({te_install.TE_RELEASE, *_declared_te_versions()[-1:]}))
 def test_te_metadata_puts_the_core_behind_the_extras_the_install_names(tmp_path: Path, version: str) -> None:
     """The meta-package's METADATA as the index serves it: ``pytorch`` is the torch extension and no core; each
     ``core-cu*`` extra the install names is that CUDA's core, at the same version."""
