@@ -102,6 +102,9 @@ def test_a_base_of_other_versions_is_said_first_and_what_they_explain_is_not_the
     here = _report(TestOutcome(THUNDERFX, "pass", ""))
     verdict = against_base(here, base)
     assert verdict.summary().startswith("THE BASE RAN OTHERWISE (torch 2.12.1 there, 2.11.0 here): ")
+    pr = {**ENV, "versions": {**ENV["versions"], "thunder": "0.2.7.dev20260204"}}
+    assert not against_base(_report(TestOutcome(THUNDERFX, "pass", ""), env=pr), _report(TestOutcome(THUNDERFX, "pass", ""))
+                            ).base_differs, "a PR's own thunder is the change, not a base that ran otherwise"
     assert verdict.lines()[0] == "the base's run differs: versions: " + repr(TORCH_2_12["versions"]) + " on the base, " \
         + repr(ENV["versions"]) + " here"
     found = diff(base, here)

@@ -52,29 +52,35 @@ def _versions(versions: dict[str, Any] | None) -> dict[str, Any]:
     return {key: value for key, value in (versions or {}).items() if key != "sources"}
 
 
+#: The versions that are not the change's own: a PR changes thunder, so its thunder differs from its base's by design.
+NOT_THE_CHANGE = ("torch", "transformer_engine")
+
+
 def differs_first(here: ParityReport, base: ParityReport) -> str:
-    """What the verdict says before anything else where the base's run is not this one's: which versions and which of
-    the other keys differ, in a few words ("" where none do)."""
+    """What the verdict says before anything else where the base's run is not this one's beyond the change itself:
+    which torch or TE and which of the other keys differ, in a few words ("" where none do)."""
     ours, theirs = _versions(here.environment.get("versions")), _versions(base.environment.get("versions"))
     said = [f"{name} {theirs.get(name) or 'absent'} there, {ours.get(name) or 'absent'} here"
-            for name in sorted(ours.keys() | theirs.keys()) if ours.get(name) != theirs.get(name)]
+            for name in NOT_THE_CHANGE if ours.get(name) != theirs.get(name)]
     said += [key for key in SAME_RUN_KEYS[1:] if here.environment.get(key) != base.environment.get(key)]
     return f"THE BASE RAN OTHERWISE ({'; '.join(said)}): " if said else ""
 
 
 def version_explained(before: TestOutcome, after: TestOutcome, before_report: ParityReport,
                       after_report: ParityReport) -> str | None:
-    """The registry entry that explains a change of outcome by the runs' versions alone: known on one run by an entry
-    whose range leaves the other run's versions out (and the versions differ); None where none does."""
+    """The registry entry that explains a change of outcome by the runs' torch or TE alone (``NOT_THE_CHANGE``): known on
+    one run by an entry whose range leaves the other run's torch and TE out, at the known run's own thunder; None where
+    none does (a thunder of its own is the change)."""
     from teparity.known.registry import BY_ID
     from teparity.stack.versions import Versions
 
     versions = [_versions(report.environment.get("versions")) for report in (before_report, after_report)]
-    if versions[0] == versions[1]:
+    if all(versions[0].get(name) == versions[1].get(name) for name in NOT_THE_CHANGE):
         return None
-    for known, other in ((before, versions[1]), (after, versions[0])):
+    for known, own, other in ((before, versions[0], versions[1]), (after, versions[1], versions[0])):
         entry = BY_ID.get(known.known_defect or "") if known.outcome == "known" else None
-        if entry is not None and not entry.holds_for_versions(Versions(**{k: other.get(k) for k in ("torch", "thunder", "transformer_engine")})):
+        elsewhere = Versions(torch=other.get("torch"), thunder=own.get("thunder"), transformer_engine=other.get("transformer_engine"))
+        if entry is not None and not entry.holds_for_versions(elsewhere):
             return entry.id
     return None
 
