@@ -1215,41 +1215,6 @@ def test_the_sdpa_pairing_matches_where_every_rank_raised_it_and_only_on_a_torch
     assert not entry.holds_for_versions(Versions("2.11.0", "0.2.0.dev20240804", "1.8.0"))
 
 
-def _newest_seen_in_the_reports() -> dict[str, tuple[str | None, str | None]]:
-    """Per entry, the newest thunder and TE of the committed reports with a test known as that entry (where none has
-    one: of the reports under the entry's ``seen`` runs)."""
-    from packaging.version import Version
-
-    def newer(a: str | None, b: str | None) -> str | None:
-        return b if a is None else a if b is None else max(a, b, key=Version)
-
-    reports = []
-    for path in sorted((REPO / "docs" / "results").rglob("*.json")):
-        try:
-            data = json.loads(path.read_text())
-        except ValueError:
-            continue
-        if isinstance(data, dict) and "results" in data and "environment" in data:
-            reports.append((path.relative_to(REPO).as_posix(), data))
-    newest: dict[str, tuple[str | None, str | None]] = {}
-
-    def see(entry_id: str, data: dict) -> None:
-        versions = data["environment"].get("versions", {})
-        thunder, te = newest.get(entry_id, (None, None))
-        newest[entry_id] = (newer(thunder, versions.get("thunder")), newer(te, versions.get("transformer_engine")))
-
-    for _, data in reports:
-        for entry_id in {t.get("known_defect") for r in data["results"] for t in r["tests"] if t["outcome"] in ("known", "xfail")}:
-            if entry_id:
-                see(entry_id, data)
-    for entry in REGISTRY:
-        if entry.id not in newest:
-            for path, data in reports:
-                if any(path.startswith(seen + "/") for seen in entry.seen):
-                    see(entry.id, data)
-    return {entry.id: newest.get(entry.id, (None, None)) for entry in REGISTRY}
-
-
 def test_the_newest_versions_seen_per_entry_are_the_committed_reports() -> None:
     """teparity.known.seen is what the reports under docs/results/ show: a new run that shows an entry on a newer
     stack moves it, and the header's extrapolation follows."""
