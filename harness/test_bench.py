@@ -243,6 +243,6 @@ def test_bench_of_the_trace_tier_is_identical_and_says_where_start_up_went(tmp_p
     assert standby["taken"] == 2 * served["processes"] and standby["failed"] is None, result["served_fork_server"]
     assert f"the fork server of python -m teparity bench, pid {pid}," in result["launch"]["served"], result["launch"]
     assert "one fork server for the run" in result["launch"]["forked"], result["launch"]
-    # The fork server imported torch and thunder once for all the forked ranks.
-    assert forked["seconds"]["import thunder"] < warm["seconds"]["import thunder"], result["startup"]
+    # How long the imports took is the bench's output, not this test's: on a loaded machine any ordering of two
+    # timings can flip, and a check that fails with the load teaches users to ignore it.
     assert "rank processes and 1 fork servers started" in completed.stderr
