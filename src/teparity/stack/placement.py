@@ -115,7 +115,7 @@ def placed(distribution: str) -> Placement | None:
     if tree is not None and named is None and (found := _tree_state(dist, tree, editable=what.startswith("an editable"))):
         return place(distribution, installed, recorded_tree=True, commit=found.commit, date=found.date, what=what,
                      clean=found.clean)
-    commit, date = _commit_and_date(tree, named) if tree else _commit_and_date(_package_tree(dist), named, tracked=True)
+    commit, date = _commit_and_date(tree, named) if tree else _commit_and_date(package_tree(dist), named, tracked=True)
     return place(distribution, installed, recorded_tree=recorded, commit=commit, date=date, what=what)
 
 
@@ -146,7 +146,7 @@ def _recorded_source(dist: object) -> tuple[bool, Path | None, str]:
     return False, None, "a source build"
 
 
-def _package_tree(dist: object) -> Path | None:
+def package_tree(dist: object) -> Path | None:
     """The folder of the distribution's first top-level package, where its git metadata (if any) lives."""
     for file in dist.files or ():  # type: ignore[attr-defined]
         if file.name == "__init__.py" and len(file.parts) == 2:

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 from teparity.stack import installed_tree
+from teparity.stack.placement import package_tree
 from teparity.stack.versions import installed_version
 
 #: Names the commit where the checkout has no git metadata (a copied tree on a GPU host, say).
@@ -34,14 +35,13 @@ def teparity_commit() -> str:
 def _own_checkout(package: Path) -> str | None:
     """HEAD (``-dirty`` with tracked changes) where ``package`` is tracked in a checkout of teparity itself."""
     try:
-        top = Path(_git(package, "rev-parse", "--show-toplevel"))
-        _git(package, "ls-files", "--error-unmatch", "__init__.py")
+        top = Path(installed_tree.git(package, "rev-parse", "--show-toplevel").strip())
+        installed_tree.git(package, "ls-files", "--error-unmatch", "__init__.py")
     except (OSError, subprocess.SubprocessError):
         return None
-    if not _is_teparity_tree(top):
+    if not _is_teparity_tree(top) or (state := installed_tree.editable_state(top)) is None:
         return None
-    dirty = _git(top, "status", "--porcelain", "--untracked-files=no")
-    return _git(top, "rev-parse", "HEAD") + ("-dirty" if dirty else "")
+    return state.commit + ("" if state.clean else "-dirty")
 
 
 def _is_teparity_tree(top: Path) -> bool:
@@ -65,7 +65,7 @@ def _installed() -> str:
         dist = importlib.metadata.distribution("teparity")
     except importlib.metadata.PackageNotFoundError:
         dist = None
-    if dist is None or not _installs(dist, PACKAGE):
+    if dist is None or package_tree(dist) != PACKAGE:
         return f"a teparity copy at {PACKAGE} (no git metadata)"
     recorded = json.loads(dist.read_text("direct_url.json") or "{}")
     url = str(recorded.get("url", ""))
@@ -73,15 +73,3 @@ def _installed() -> str:
         if (state := installed_tree.state(dist, tree)) is not None:
             return f"teparity {version}, installed from {state.words('a source tree')} ({tree})"
     return f"teparity {version}, installed from {url or 'a package index'} (no git metadata)"
-
-
-def _installs(dist: object, package: Path) -> bool:
-    """Whether ``package`` is the folder this distribution installed (not another copy found first on the path)."""
-    return any(Path(str(dist.locate_file(file))).resolve().parent == package  # type: ignore[attr-defined]
-               for file in dist.files or () if file.name == "__init__.py" and file.parts[0] == "teparity")  # type: ignore[attr-defined]
-
-
-def _git(where: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(where), *args], capture_output=True, text=True, check=True, timeout=30
-    ).stdout.strip()
