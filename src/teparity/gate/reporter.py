@@ -76,6 +76,8 @@ class ParityReporter:
         self.finished: float | None = None
         #: Every test that failed in any phase: a base excuses a run's exit status only where it excuses them all.
         self.failed: set[str] = set()
+        #: The run judged against its base, once every test has reported (the session's end reads it three times).
+        self._against_base: Any = None
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self) -> None:
@@ -158,9 +160,11 @@ class ParityReporter:
 
         if (base := self.controller.settings.base) is None or not self.report.cells:
             return int(exitstatus)
-        if not self.report.environment:  # the base is compared with this run's versions and options, never with none
-            self.report.environment = self._environment_section()
-        verdict = against_base(self.report, read_report(base))
+        if self._against_base is None:
+            if not self.report.environment:  # the base is compared with this run's versions and options, never with none
+                self.report.environment = self._environment_section()
+            self._against_base = against_base(self.report, read_report(base))
+        verdict = self._against_base
         self.report.against_base = {**verdict.to_json(), "base": base, "lines": verdict.lines()}
         return 0 if exitstatus == 1 and verdict.green and self.failed <= verdict.excused() else int(exitstatus)
 
