@@ -37,6 +37,14 @@ TWICE = "tests/features/test_feature_parity.py::test_linear_called_twice_matches
 DDP_THUNDERFX = "tests/ddp/test_ddp_parity.py::test_torch_ddp_around_thunderfx_matches_torch_ddp"
 FSDP_CHECKPOINTING = "tests/fsdp/test_fsdp_parity.py::test_fsdp_with_activation_checkpointing_matches_the_reference_without"
 INFERENCE_8BIT = "tests/features/test_feature_parity.py::test_8bit_inference_matches_its_eager_model"
+SWITCHED = "tests/features/test_feature_parity.py::test_fp8_switched_by_step_matches_eager_te"
+OFF_ENDS = "tests/features/test_feature_parity.py::test_layers_kept_out_of_fp8_match_eager_te"
+DDP_SWITCHED = "tests/ddp/test_ddp_parity.py::test_fp8_switched_by_step_under_ddp_matches_torch_ddp"
+#: The FP8-switching rows each scale mutation kills against their models (docs/results/h100-te2.9.0-te2.20.2-b1f1fda-switching-rows).
+SWITCHING_KILLS = {
+    "legacy": (f"{SWITCHED}[legacy-off]", f"{SWITCHED}[legacy-warm-up]", f"{OFF_ENDS}[legacy]", f"{DDP_SWITCHED}[legacy-warm-up]"),
+    "functional": (f"{SWITCHED}[functional-warm-up]", f"{OFF_ENDS}[functional]", f"{DDP_SWITCHED}[functional-warm-up]"),
+}
 #: A known test's kill: thunder no longer matches the entry's model (``teparity.gate.pairs.ModelParted``).
 OFF_THE_MODEL = "thunder differs from the model of known upstream defect"
 
@@ -45,14 +53,15 @@ OFF_THE_MODEL = "thunder differs from the model of known upstream defect"
 #: each kill means the mutation, not a failure already there; those of KNOWN_CLEAN are known defects there, and a
 #: mutant fails them outside the entry's signature.
 KILLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "legacy-scale-perturbed": ((f"{NUMERICS}[legacy-delayed]", f"{FIRST_STEP}[legacy]"), (" scale differs (rule:",)),
+    "legacy-scale-perturbed": ((f"{NUMERICS}[legacy-delayed]", f"{FIRST_STEP}[legacy]", *SWITCHING_KILLS["legacy"]),
+                               (" scale differs (rule:",)),
     "sync-missing": ((f"{NUMERICS}[legacy-delayed]",), ("found 0 (none)",)),
     "sync-after-return": ((f"{FIRST_STEP}[legacy]",), ("comes after the return",)),
     "first-module-token-kept": ((f"{FIRST_STEP}[legacy]",), ("backward syncs per step", "amax_history differs")),
     # Without the wrapper TE's modules take their non-FP8 path, which returns fewer tensors: it raises.
     "autocast-wrapper-dropped": ((f"{TRACES}[legacy]",), ("the thunder run raised",)),
     "autocast-recipe-dropped": ((f"{TRACES}[legacy]",), ("forward-in-fp8-autocast",)),
-    "functional-scale-perturbed": ((f"{FIRST_STEP}[functional]",), (" scale differs (rule: bitwise",)),
+    "functional-scale-perturbed": ((f"{FIRST_STEP}[functional]", *SWITCHING_KILLS["functional"]), (" scale differs (rule: bitwise",)),
     "functional-amax-update-dropped": ((f"{FIRST_STEP}[functional]",), ("amax_history differs",)),
     "functional-no-cross-rank-reduction": ((f"{FIRST_STEP}[functional]", f"{DDP_THUNDERFX}[functional]"), ("vs rank 0",)),
     "functional-backward-update-missing": ((f"{TRACES}[functional]", f"{FIRST_STEP}[functional]"), ("te_fp8_amax_and_scale_update for",)),
@@ -65,8 +74,8 @@ KILLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # Not downcasting is eager TE's own behaviour: the entry's defect is gone, an XPASS.
     "autocast-linear-not-downcast": ((f"{AUTOCAST}[functional]",), ("input grad: Tensor-likes are not close", "XPASS")),
     "no-grad-torch-linear-off": ((f"{INFERENCE}[functional-delayed]",), (OFF_THE_MODEL,)),
-    "recipe-change-state-of-another-history": ((f"{RECIPE_CHANGE}[functional-alternate]", f"{RECIPE_CHANGE}[functional-rebuilt]"),
-                                               (OFF_THE_MODEL,)),
+    "recipe-change-state-of-another-history": ((f"{RECIPE_CHANGE}[functional-alternate]", f"{RECIPE_CHANGE}[functional-rebuilt]",
+                                                f"{SWITCHED}[functional-no-autocast]"), (OFF_THE_MODEL,)),
     "no-sync-weight-grads-scaled": ((f"{GRAD_ACCUMULATION}[functional]", f"{LLAMA_GRAD_ACCUMULATION}[functional]"),
                                     (OFF_THE_MODEL,)),
     "fp8-group-amax-summed": ((f"{FP8_GROUP}[functional-per-rank]",), (OFF_THE_MODEL,)),
@@ -85,7 +94,8 @@ KILLING_TESTS = sorted({t for killing, _ in KILLS.values() for t in killing})
 KNOWN_CLEAN = {f"{RECIPE_CHANGE}[functional-alternate]", f"{RECIPE_CHANGE}[functional-rebuilt]", f"{AUTOCAST}[functional]",
                f"{INFERENCE}[functional-delayed]", f"{GRAD_ACCUMULATION}[functional]", f"{LLAMA_GRAD_ACCUMULATION}[functional]",
                f"{FP8_GROUP}[functional-per-rank]", f"{TWICE}[functional]", f"{RESUME}[functional-thunder]",
-               f"{RESUME}[functional-eager]", f"{NEW_SHAPE}[functional-sequence-length-default]"}
+               f"{RESUME}[functional-eager]", f"{NEW_SHAPE}[functional-sequence-length-default]",
+               f"{SWITCHED}[functional-no-autocast]", *SWITCHING_KILLS["legacy"], *SWITCHING_KILLS["functional"]}
 
 
 @pytest.fixture(autouse=True)

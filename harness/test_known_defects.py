@@ -829,7 +829,7 @@ def test_the_next_releases_hold_every_entry_the_newest_stack_holds() -> None:
     """A release day is no red day: thunder's next dev builds (a PR's tree) and TE's next release hold what the newest
     declared stack holds, by extrapolation; torch 2.12.1 too."""
     newest = set(known_defects.registered_for(Versions(torch="2.11.0", thunder="0.2.7.dev20260201", transformer_engine="2.20.2")))
-    assert len(newest) == 11, sorted(newest)
+    assert len(newest) == 15, sorted(newest)
     for thunder, te, torch_version in (("0.2.7", "2.20.2", "2.11.0"), ("0.2.8.dev20260301", "2.20.2", "2.11.0"),
                                        ("0.2.7.dev20260201", "2.21.0", "2.11.0"), ("0.2.7.dev20260201", "2.20.2", "2.12.1")):
         held = set(known_defects.registered_for(Versions(torch=torch_version, thunder=thunder, transformer_engine=te)))
@@ -1267,3 +1267,81 @@ def test_no_entry_covers_a_test_the_declared_matrix_passed() -> None:
                     for t in row["tests"] if t["outcome"] == "pass"
                     if (entries := known_defects.covering(row["check"], row["executor"], versions))]
     assert not covered, covered[:10]
+
+
+def _fp8_off(**changes: Any) -> PartedFromEager:
+    """fp8-switched[off] on thunder 0.2.6 + TE 2.9.0 (docs/results/h100-te2.9.0-te2.20.2-b1f1fda-switching-rows): after
+    step 0 eager TE holds no FP8 state, thunder's first linear one."""
+    amaxes = {"eager": {}, "thunder": {"0": {"input": 3.47, "weight": 0.725, "grad_output": 2.42}}}
+    return _parted(**{"micro_batches": 1, "cache_entries": {0: {"c": 1}}, "first_difference": (0, 0),
+                      "forwards_by_step": {"eager": [None] * 4, "thunder": [1, 2, 3, 4]}, "first_amaxes": amaxes,
+                      "variant": "FP8 by step ['off']", **changes})
+
+
+def _evaluation_between(**changes: Any) -> PartedFromEager:
+    """FP8 on, on, off, on: the first difference at step 2, where thunder's history records the step's forward and eager
+    TE's does not."""
+    both = {"0": {"input": 3.47, "weight": 0.725, "grad_output": 2.42}}
+    return _fp8_off(**{"first_difference": (2, 0), "first_amaxes": {"eager": both, "thunder": both},
+                       "forwards_by_step": {"eager": [1, 2, 2, 3], "thunder": [1, 2, 3, 4]}, **changes})
+
+
+#: thunder 0.2.6's CUDA graph transform over the TE program, and thunder 0.2.4's legacy executor under it, TE 2.9.0 (the
+#: same run).
+CUDA_GRAPH_LAYOUT = ("AssertionError\n  File \"/tmp/te-site-2.9.0/thunder/transforms/cudagraph.py\", line 361, in "
+                     "transform_trace_post_optimization\n    trace.bound_symbols[9].sym.name == \"unpack_sequence\"\nAssertionError")
+RESTORE_FROM_SAVED = ("TypeError: 'NoneType' object is not iterable\n    restore_from_saved(ctx.tensor_objects, saved_tensors)\n"
+                      "  File \"/tmp/te-site-2.9.0/transformer_engine/pytorch/tensor/quantized_tensor.py\", line 139, in "
+                      "restore_from_saved\n    for tensor in tensors:\nTypeError: 'NoneType' object is not iterable")
+CUDA_GRAPHS = "thunder's CUDA graph transform"
+#: fp8-off-ends on thunder 0.2.6 + TE 2.20.2 (the same run).
+RECIPE_IN_COMPILED = ("AssertionError: Creating Recipe objects inside compiled regions is not supported because their "
+                      "construction is not traceable. Pass an explicit recipe to te.autocast() instead.\n  File "
+                      "\"/tmp/te-site-2.20.2/transformer_engine/pytorch/quantization.py\", line 148, in get_default_fp8_recipe")
+
+
+SIGNATURES.update({
+    entry_id: (
+        _fp8_off(), _env(),
+        [
+            ("both sides hold the same states", _fp8_off(first_amaxes={"eager": {"0": {}}, "thunder": {"0": {}}},
+                                                         forwards_by_step={"eager": [1, 2, 3, 4], "thunder": [1, 2, 3, 4]}), _env()),
+            ("eager TE records more", _evaluation_between(forwards_by_step={"eager": [1, 2, 4, 5], "thunder": [1, 2, 3, 4]}), _env()),
+            ("a case raised", _fp8_off(case_errors=[{"case": Case(), "side": "thunder", "error": "RuntimeError: x"}]), _env()),
+            ("nothing differs", _fp8_off(first_difference=None, first_amaxes={}, forwards_by_step={}), _env()),
+        ],
+    )
+    for entry_id in ("functional-runs-fp8-where-autocast-disabled", "legacy-runs-fp8-inside-disabled-autocast")
+})
+SIGNATURES.update({
+    "cuda-graph-transform-asserts-a-backward-layout": (
+        _parted(micro_batches=1, numeric_differences=0, first_difference=None, variant=CUDA_GRAPHS,
+                case_errors=[{"case": Case(), "side": "thunder", "error": CUDA_GRAPH_LAYOUT}]), _env(),
+        [
+            ("without the transform", _unpack_parted(("thunder", CUDA_GRAPH_LAYOUT)), _env()),
+            ("another assertion", _parted(micro_batches=1, numeric_differences=0, first_difference=None, variant=CUDA_GRAPHS,
+                                          case_errors=[{"case": Case(), "side": "thunder", "error": "AssertionError\n  in x"}]), _env()),
+            ("the eager side raised it", _parted(micro_batches=1, numeric_differences=0, first_difference=None, variant=CUDA_GRAPHS,
+                                                 case_errors=[{"case": Case(), "side": "eager", "error": CUDA_GRAPH_LAYOUT}]), _env()),
+            ("numbers differ too", _parted(micro_batches=1, numeric_differences=2, variant=CUDA_GRAPHS,
+                                           case_errors=[{"case": Case(), "side": "thunder", "error": RESTORE_FROM_SAVED}]), _env()),
+        ],
+    ),
+    "te-default-recipe-asserts-under-thunder-jit": (
+        _unpack_parted(("thunder", RECIPE_IN_COMPILED)), _env(),
+        [
+            ("another assertion there", _unpack_parted(("thunder", RECIPE_IN_COMPILED.replace("Creating Recipe", "Making"))), _env()),
+            ("the eager side raised it", _unpack_parted(("eager", RECIPE_IN_COMPILED)), _env()),
+            ("numbers differ too", _parted(micro_batches=1, numeric_differences=1,
+                                           case_errors=[{"case": Case(), "side": "thunder", "error": RECIPE_IN_COMPILED}]), _env()),
+        ],
+    ),
+})
+
+
+def test_the_cuda_graph_signature_reads_the_legacy_executors_raise_of_0_2_4() -> None:
+    entry = known_defects.BY_ID["cuda-graph-transform-asserts-a-backward-layout"]
+    failure = _parted(micro_batches=1, numeric_differences=0, first_difference=None, variant=CUDA_GRAPHS,
+                      case_errors=[{"case": Case(), "side": "thunder", "error": RESTORE_FROM_SAVED}])
+    assert known_defects.match([entry], failure, _env()) is entry
+

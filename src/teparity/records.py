@@ -141,6 +141,11 @@ def checkpoint_recomputes(case: Case) -> tuple[int, int]:
 #: program in its own ``fp8_autocast``), so eager TE runs that step under ``te.autocast`` with the recipe.
 FP8_MODES: dict[str, tuple[str, str]] = {"on": ("on", "on"), "off": ("off", "off"), "none": ("on", "none")}
 
+#: What a defect model runs where the caller turned FP8 off (``PairSpec.fp8_where_off``): "on" (FP8 as if it were on:
+#: the functional executor never asks TE whether FP8 is enabled) or "on-without-forward-update" (FP8 inside the
+#: caller's disabled autocast, whose exit updates no forward state: the legacy executor's own autocast nested in it).
+FP8_WHERE_OFF = ("on", "on-without-forward-update")
+
 _SAYS = "says"
 
 
@@ -213,12 +218,17 @@ class PairSpec:
     #: grad accumulates that input's gradient in place of its weight's (a known defect's model:
     #: ``teparity.inrank.defect_models.InputGradAsWeightGrad``).
     input_grad_as_weight_grad: bool = False
+    #: The eager side only: FP8 where the caller turned it off (a known defect's model, ``FP8_WHERE_OFF``): at every
+    #: "off" step and in the network's own ``te.autocast(enabled=False)`` regions. None: as the caller says.
+    fp8_where_off: str | None = None
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {self.strategy!r}: one of {list(STRATEGIES)}")
         if unknown := sorted(set(self.fp8_by_step) - set(FP8_MODES)):
             raise ValueError(f"unknown FP8 mode(s) {unknown}: each one of {list(FP8_MODES)}")
+        if self.fp8_where_off is not None and self.fp8_where_off not in FP8_WHERE_OFF:
+            raise ValueError(f"unknown fp8_where_off {self.fp8_where_off!r}: one of {list(FP8_WHERE_OFF)}")
         if not self.train and self.eval_steps:
             raise ValueError("eval_steps need a training run (train=True): every step of a no-grad run is a forward")
         if self.compile_path is None:  # the strategy's, stated there once
@@ -242,7 +252,8 @@ class PairSpec:
     def fp8_at(self, step: int, side: Side) -> str:
         """What ``side`` runs the step's forward under: "on", "off" or "none" (``FP8_MODES``)."""
         mode = self.fp8_by_step[step % len(self.fp8_by_step)] if self.fp8_by_step else "on"
-        return FP8_MODES[mode][side == "thunder"]
+        said = FP8_MODES[mode][side == "thunder"]
+        return self.fp8_where_off if said == "off" and side == "eager" and self.fp8_where_off else said
 
     def trains_at(self, step: int) -> bool:
         """Whether the step runs a backward and an optimizer step."""

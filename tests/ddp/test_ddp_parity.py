@@ -175,3 +175,21 @@ def test_torch_ddp_around_thunderfx_matches_torch_ddp(executor: str, parity: Pai
     program compiled (a recompile at a DDP hook starts its FP8 state over)."""
     spec = PairSpec(executor, "delayed", CASES, steps=3, strategy="thunderfx-ddp")
     _assert_ddp_parity(parity.run(spec), parity)
+
+
+#: FP8 by step under DDP (tests/features' FP8 schedules): where FP8 is off on a step, do the ranks still reduce their
+#: amaxes in lock-step with eager TE's?
+DDP_FP8_SCHEDULES = {
+    "warm-up": (("off", "on", "on"), ()),
+}
+
+
+@pytest.mark.parametrize("schedule", list(DDP_FP8_SCHEDULES))
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check(checks.DDP_FP8_SWITCHED, "{schedule}")
+def test_fp8_switched_by_step_under_ddp_matches_torch_ddp(executor: str, schedule: str, parity: Pairs) -> None:
+    """The training loop turns FP8 off and on around thunder's DDP program, as around torch DDP + eager TE."""
+    modes, evaluations = DDP_FP8_SCHEDULES[schedule]
+    spec = PairSpec(executor, "delayed", CASES[:1], steps=3, strategy="thunder-ddp", fp8_by_step=modes,
+                    eval_steps=evaluations)
+    _assert_ddp_parity(parity.run(spec), parity)

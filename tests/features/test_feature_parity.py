@@ -229,3 +229,42 @@ def test_8bit_inference_matches_its_eager_model(dtype: str, teparity_env: Any, r
     if parted:
         pytest.fail(f"thunder's 8-bit inference parts from its eager model: {'; '.join(parted)}; {ctx}", pytrace=False)
     evidence(f"{linears} quantized linears, {spec.passes} passes x {spec.sizes[0]}->{spec.sizes[-1]} bitwise equal to the model")
+
+
+#: FP8 by step (``teparity.records.FP8_MODES``) and the evaluation steps: turned off, no autocast at all, a warm-up
+#: without FP8. FP8 state compared after every step.
+FP8_SCHEDULES = {
+    "off": (("off",), ()),
+    "no-autocast": (("none",), ()),
+    "warm-up": (("off", "off", "on", "on"), ()),
+}
+
+
+@pytest.mark.parametrize("schedule", list(FP8_SCHEDULES))
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check(checks.FP8_SWITCHED, "{schedule}")
+def test_fp8_switched_by_step_matches_eager_te(executor: str, schedule: str, parity: Pairs) -> None:
+    """The training loop turns FP8 on and off around the compiled program, as around eager ``te.Linear`` modules."""
+    modes, evaluations = FP8_SCHEDULES[schedule]
+    spec = PairSpec(executor, "delayed", CASES[:1], steps=4, fp8_by_step=modes, eval_steps=evaluations)
+    _assert_feature(spec, parity, f"FP8 by step {list(modes)}, evaluation forwards at {list(evaluations)}")
+
+
+#: Linears only, fp32, the first and last under ``te.autocast(enabled=False)`` inside the FP8 region.
+FP8_OFF_ENDS = (Case(sizes=(32, 64, 64, 16), lead_shape=(16,), architecture="fp8-off-ends", seed=7),)
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check(checks.FP8_OFF_ENDS)
+def test_layers_kept_out_of_fp8_match_eager_te(executor: str, parity: Pairs) -> None:
+    """A forward that keeps its first and last linears out of FP8 (``networks.Fp8OffEnds``): those in high precision,
+    the middle one in FP8, as eager TE runs them."""
+    _assert_feature(PairSpec(executor, "delayed", FP8_OFF_ENDS, steps=3), parity, "first and last linears out of FP8")
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.check(checks.CUDA_GRAPHS)
+def test_cuda_graphs_match_eager_te(executor: str, parity: Pairs) -> None:
+    """thunder's CUDA graph transform over the TE program, against eager TE without graphs: every replay must update
+    the FP8 state and read the step's recipe as a run without graphs does."""
+    _assert_feature(PairSpec(executor, "delayed", CASES[:1], steps=4, cuda_graphs=True), parity, "CUDA graphs")

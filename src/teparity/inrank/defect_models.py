@@ -360,8 +360,8 @@ class GeluKeepingForwardTerms(torch.nn.Module):
 
 
 @contextlib.contextmanager
-def _fp8_without_forward_update(recipe: Any, group: Any) -> Iterator[None]:
-    """TE's FP8 autocast whose exit does not reduce and update the forward FP8 state."""
+def without_forward_update(autocast: contextlib.AbstractContextManager[Any]) -> Iterator[None]:
+    """TE's FP8 ``autocast`` whose exit does not reduce and update the forward FP8 state (the backward's update runs)."""
     from unittest import mock
 
     from transformer_engine.pytorch.fp8 import FP8GlobalStateManager
@@ -371,8 +371,12 @@ def _fp8_without_forward_update(recipe: Any, group: Any) -> Iterator[None]:
     def backward_only(forward: bool = True, *args: Any, **kwargs: Any) -> Any:
         return None if forward else update(forward, *args, **kwargs)
 
-    with mock.patch.object(FP8GlobalStateManager, "reduce_and_update_fp8_tensors", backward_only), te_autocast(recipe, group):
+    with mock.patch.object(FP8GlobalStateManager, "reduce_and_update_fp8_tensors", backward_only), autocast:
         yield
+
+
+def _fp8_without_forward_update(recipe: Any, group: Any) -> contextlib.AbstractContextManager[None]:
+    return without_forward_update(te_autocast(recipe, group))
 
 
 class _ThunderSilu(torch.autograd.Function):

@@ -242,17 +242,22 @@ def shared_linear_mlp(
 class Fp8OffEnds(torch.nn.Sequential):
     """Linears whose first and last run under ``te.autocast(enabled=False)`` inside the caller's FP8 region: the
     common recipe for training stability (the ends in high precision). Its linears are its children, as
-    ``plain_mlp``'s."""
+    ``plain_mlp``'s. ``ends_off`` False: the ends in FP8 too (a defect model's network: thunder ignoring those regions)."""
+
+    ends_off = True
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        import contextlib
+
         from teparity.stack.te_api import te_autocast
 
         first, *middle, last = self
-        with te_autocast(None, enabled=False):
+        off = (lambda: te_autocast(None, enabled=False)) if self.ends_off else contextlib.nullcontext
+        with off():
             x = first(x)
         for layer in middle:
             x = layer(x)
-        with te_autocast(None, enabled=False):
+        with off():
             return last(x)
 
 

@@ -79,6 +79,10 @@ def eager_module(plain: Any, spec: PairSpec, group: Any, case: Case) -> Any:
     (``teparity.inrank.defect_models``)."""
     from teparity.inrank import networks
 
+    if spec.fp8_where_off is not None:  # the network's own FP8-off regions run in FP8 too
+        for layer in plain.modules():
+            if isinstance(layer, networks.Fp8OffEnds):
+                layer.ends_off = False
     if spec.model is None:
         return networks.te_twin(plain)
     from teparity.inrank.defect_models import eager_model

@@ -181,6 +181,10 @@ def _fp8(side: Side, spec: PairSpec, program: Program, recipe: Any, step: int) -
     mode = spec.fp8_at(step, side)
     if mode == "on":
         return program.fp8(recipe)
+    if mode == "on-without-forward-update":
+        from teparity.inrank.defect_models import without_forward_update
+
+        return without_forward_update(program.fp8(recipe))
     return te_autocast(recipe, enabled=False) if mode == "off" else contextlib.nullcontext()
 
 

@@ -27,8 +27,17 @@ STATE_PER_ENTRY = DefectModel(
     (("model", STATE_PER_CACHE_ENTRY),),
 )
 FRESH_STATE_PER_RECIPE = DefectModel(
-    "eager TE starting a fresh FP8 state (a te.Linear twin sharing the parameters) whenever the recipe object changes",
-    (("model", FRESH_STATE_PER_RECIPE_OBJECT),),
+    "eager TE starting a fresh FP8 state (a te.Linear twin sharing the parameters) whenever the recipe object changes, "
+    "and a new recipe object each step (as TE's default recipe is a new object at every call outside an autocast)",
+    (("model", FRESH_STATE_PER_RECIPE_OBJECT), ("new_recipe_each_step", True)),
+)
+FP8_ON_WHERE_OFF = DefectModel(
+    "eager TE in FP8 where the caller turned it off (te.autocast(enabled=False) around a step, and the network's own "
+    "disabled regions), its state updated as with FP8 on", (("fp8_where_off", "on"),),
+)
+FP8_IN_DISABLED_AUTOCAST = DefectModel(
+    "eager TE in FP8 inside the caller's disabled autocast, whose exit updates no forward state (the backward's update "
+    "runs), and the network's own disabled regions in FP8", (("fp8_where_off", "on-without-forward-update"),),
 )
 QUANTIZED_BF16_COPIES = DefectModel(
     "eager TE quantizing bfloat16 copies of the fp32 input and parameters, the copies' gradients sent to the fp32 ones",

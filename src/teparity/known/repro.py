@@ -29,6 +29,8 @@ SHARED = {
     "functional-executor-loses-te-from-te-2.10": ("executor-loses-te-from-te-2.10", "functional"),
     "legacy-fp8-group-ignored": ("fp8-group-ignored", "legacy"),
     "functional-fp8-group-ignored": ("fp8-group-ignored", "functional"),
+    "legacy-runs-fp8-inside-disabled-autocast": ("fp8-where-autocast-disabled", "legacy"),
+    "functional-runs-fp8-where-autocast-disabled": ("fp8-where-autocast-disabled", "functional"),
 }
 _EXECUTOR_LINE = 'EXECUTOR = "legacy"\n'
 

@@ -75,16 +75,18 @@ CATALOG: dict[str, Mutation] = {
             f"the legacy executor's forward scales off by a factor {patching.PERTURBATION} after every backward sync",
             "legacy-te",
             legacy.perturb_scale,
-            killed_by=("numerics[delayed]", "ddp-first-step", "fsdp-activation-checkpointing[zero2]"),
-            kill_note="`ddp-first-step`: FP8 state, bitwise; `fsdp-activation-checkpointing`: against its model on 0.2.4 .. 0.2.6",
+            killed_by=("numerics[delayed]", "ddp-first-step", "fsdp-activation-checkpointing[zero2]", "fp8-switched[off]",
+                       "fp8-switched[warm-up]", "fp8-off-ends", "ddp-fp8-switched[warm-up]"),
+            kill_note="`ddp-first-step`: FP8 state, bitwise; `fsdp-activation-checkpointing` and the FP8-switching rows: "
+            "against their models on 0.2.4 .. 0.2.6",
         ),
         Mutation(
             "functional-scale-perturbed",
             f"the functional executor's scale update off by a factor {patching.PERTURBATION}",
             "functional-te",
             lambda: functional.patch_update(functional.perturbed),
-            killed_by=("ddp-first-step",),
-            kill_note="FP8 state, bitwise",
+            killed_by=("ddp-first-step", "fp8-switched[warm-up]", "fp8-off-ends", "ddp-fp8-switched[warm-up]"),
+            kill_note="FP8 state, bitwise (the FP8-switching rows: against their models)",
         ),
         Mutation(
             "functional-amax-update-dropped",
@@ -124,7 +126,7 @@ CATALOG: dict[str, Mutation] = {
             "a recipe change's fresh functional recipe state built with half the recipe's amax history length",
             "functional-te",
             functional.new_recipe_state_of_another_history,
-            killed_by=("recipe-change[*]",),
+            killed_by=("recipe-change[*]", "fp8-switched[no-autocast]"),
             kill_note="against its model: a fresh state per recipe object",
         ),
         Mutation(

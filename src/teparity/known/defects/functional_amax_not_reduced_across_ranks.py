@@ -13,7 +13,7 @@ ENTRY = KnownDefect(
     "ranks: each rank's FP8 scales follow its own data",
     executors=("functional",),
     signature=signatures.RANKS_PART_UNREDUCED,
-    checks=(checks.DDP, checks.DDP_FIRST_STEP, checks.DDP_LLAMA, checks.DDP_GRAD_ACCUMULATION, checks.DDP_LLAMA_GRAD_ACCUMULATION,
+    checks=(checks.DDP, checks.DDP_FIRST_STEP, checks.DDP_FP8_SWITCHED, checks.DDP_LLAMA, checks.DDP_GRAD_ACCUMULATION, checks.DDP_LLAMA_GRAD_ACCUMULATION,
             checks.FSDP, checks.FSDP_LLAMA, checks.FSDP_GRAD_ACCUMULATION, checks.DDP_THUNDERFX, checks.FSDP2_THUNDERFX,
             checks.FSDP_ACTIVATION_CHECKPOINTING),
     thunder=">=0.2.3,<=0.2.5.dev20250817",

@@ -41,6 +41,18 @@ def _state_restarts_each_step(evidence: PartedFromEagerEvidence, env: Environmen
     )
 
 
+def _fp8_where_off(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
+    """No case raised, and thunder's FP8 state shows FP8 where eager TE's shows none: after step 0 a linear with an
+    FP8 state on thunder's side only, or at the first difference more forward passes in thunder's history."""
+    amaxes = evidence["first_amaxes"] or {}
+    only_thunder = set(amaxes.get("thunder") or ()) - set(amaxes.get("eager") or ())
+    by_step = evidence["forwards_by_step"] or {}
+    thunder, eager = by_step.get("thunder") or [], by_step.get("eager") or []
+    first = evidence["first_difference"]
+    more = first is not None and first[0] < min(len(thunder), len(eager)) and (thunder[first[0]] or 0) > (eager[first[0]] or 0)
+    return not evidence["case_errors"] and first is not None and (bool(only_thunder) or more)
+
+
 def _bf16_copies_quantized(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
     """Linear "0" (fed the fp32 input): thunder's step-0 input and weight amaxes are eager TE's rounded
     to bfloat16, and at least one of them differs from eager's."""
@@ -132,6 +144,12 @@ STATE_RESTARTS_EACH_STEP = Signature(
     _state_restarts_each_step,
     "no case raised; step 0 matches, the first difference is at step 1; thunder's amax history holds "
         "one forward pass at every step while eager TE's grows",
+)
+FP8_WHERE_OFF = Signature(
+    PartedFromEager,
+    _fp8_where_off,
+    "no case raised; thunder's FP8 state shows FP8 where eager TE's shows none: after step 0 a linear with an FP8 "
+        "state on thunder's side only, or at the first difference more forward passes in thunder's amax history",
 )
 BF16_COPIES_QUANTIZED = Signature(
     PartedFromEager,

@@ -235,7 +235,53 @@ def _fx_codegen_not_interpreted(evidence: dict[str, Any], env: Environment) -> b
     )
 
 
+#: What thunder raises, by build, running the TE program under its CUDA graph transform, and where: 0.2.3 on (and the
+#: legacy executor from 0.2.5) the transform's assertion of a fixed backward trace layout; the legacy executor of 0.2.4
+#: TE's ``restore_from_saved`` given no saved tensors.
+_CUDA_GRAPH_RAISES = (
+    ("AssertionError", "in transform_trace_post_optimization", '.sym.name == "unpack_sequence"'),
+    ("TypeError: 'NoneType' object is not iterable", "in restore_from_saved", "restore_from_saved(ctx.tensor_objects"),
+)
+
+
+def _cuda_graph_backward_layout(evidence: dict[str, Any], env: Environment) -> bool:
+    """Under thunder's CUDA graph transform, every thunder-side error is one of ``_CUDA_GRAPH_RAISES``, and nothing
+    else failed."""
+    tracebacks = _tracebacks_of_thunder(evidence)
+    return "CUDA graph transform" in evidence.get("variant", "") and bool(tracebacks) and all(
+        any(all(said in text for said in raised) for raised in _CUDA_GRAPH_RAISES) for text in tracebacks
+    )
+
+
+_RECIPE_IN_COMPILED_REGION = "Creating Recipe objects inside compiled regions is not supported"
+
+
+def _recipe_in_compiled_region(evidence: dict[str, Any], env: Environment) -> bool:
+    """Every thunder-side error is TE's AssertionError that ``get_default_fp8_recipe`` runs inside a compiled region,
+    and nothing else failed."""
+    tracebacks = _tracebacks_of_thunder(evidence)
+    return bool(tracebacks) and all(
+        "AssertionError" in text and _RECIPE_IN_COMPILED_REGION in text and "get_default_fp8_recipe" in text for text in tracebacks
+    )
+
+
 # -- the signatures -------------------------------------------------------------------------------
+
+CUDA_GRAPH_BACKWARD_LAYOUT = Signature(
+    PartedFromEager,
+    _cuda_graph_backward_layout,
+    "under thunder's CUDA graph transform, every thunder-side case error is the transform's AssertionError that the "
+        "backward trace's tenth symbol unpacks saved_for_backward (the legacy executor of 0.2.4: TypeError "
+        "'NoneType' object is not iterable in TE's restore_from_saved), and no number differs",
+    bounded=True,
+)
+RECIPE_IN_COMPILED_REGION = Signature(
+    (PartedFromEager, RanksFailed),
+    _recipe_in_compiled_region,
+    f"every thunder-side error (a case's or a rank's) is TE's AssertionError '{_RECIPE_IN_COMPILED_REGION}' from "
+        "get_default_fp8_recipe, and nothing else failed",
+    bounded=True,
+)
 
 FP32_BIAS_GEMM = Signature(
     PartedFromEager,
