@@ -2,8 +2,9 @@
 by the numerics tier's rules (TE claims every linear, trace invariants, outputs and gradients every
 step, FP8 state): activation checkpointing, thunder's torch.compile path (thunderfx), recipe changes
 between steps, the no-grad forward, ``torch.autocast``, a llama-style block, and the combinations users train with:
-resuming from a checkpoint, a new input shape between steps, a frozen base linear with a trainable adapter, and a
-linear called twice in one forward; and thunder's 8-bit inference against its eager model.
+resuming from a checkpoint, a new input shape between steps, a frozen base linear with a trainable adapter, a
+linear called twice in one forward, FP8 turned off by step or for some layers, and thunder's CUDA graph transform; and
+thunder's 8-bit inference against its eager model.
 
 The eager side is the program without the feature where the feature must not change the numbers
 (checkpointing recomputes, it must not change what is computed), and the same program otherwise.
