@@ -10,6 +10,9 @@
 # stacks.tgz (each stack's parity report and log).
 set -u
 TE=${1:?TE version}; BUNDLE=${2:?bundle folder}; BUILDS=${3:?thunder builds tar.xz}; shift 3
+# A host's copy of the tree may keep the git metadata of an earlier call: only this names the commit that runs.
+: "${TEPARITY_COMMIT:?set TEPARITY_COMMIT to the commit of the tree this host runs}" "${OUT:?}"
+export TEPARITY_COMMIT
 export PYTHONUNBUFFERED=1
 SITE=/tmp/te-site-$TE; THUNDERS=/tmp/thunder-builds-$TE; WHEELS=/tmp/thunder-wheels-$TE; WORK=/tmp/matrix-$TE
 { nvidia-smi -L; echo "cores: $(nproc)"; } > "$OUT/machine.txt" 2>&1

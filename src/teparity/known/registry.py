@@ -52,15 +52,20 @@ def extrapolated(versions: Versions) -> list[str]:
 
 
 def extrapolation_line(said: list[str], base_held: set[str] = frozenset()) -> str | None:
-    """``extrapolated``'s entries in one line, said once: how many, and by how much this stack is newer (each distinct
-    "thunder X > Y" once); entries the base held too are left out (a PR dated after the newest run changes nothing of
+    """``extrapolated``'s entries in one line, said once: how many, and by how much this stack is newer (each "thunder X" once,
+    with every newest version seen below it); entries the base held too are left out (a PR dated after the newest run changes nothing of
     them). None where nothing is left to say."""
     left = [item for item in said if item.split(" ", 1)[0] not in base_held]
     if not left:
         return None
-    beyond = dict.fromkeys(part for item in left for part in item.split(" (", 1)[1].removesuffix(")").split(", "))
-    return (f"teparity: {len(left)} known upstream defect(s) held by extrapolation ({'; '.join(beyond)}: newer than "
-            "every run that showed them; the report's known_defects_extrapolated names them)")
+    newest: dict[str, dict[str, None]] = {}  # "thunder X" -> the newest versions seen, each once
+    for item in left:
+        for part in item.split(" (", 1)[1].removesuffix(")").split(", "):
+            installed, seen = part.split(" > ", 1)
+            newest.setdefault(installed, {})[seen] = None
+    beyond = "; ".join(f"{installed} > {', '.join(seen)}" for installed, seen in newest.items())
+    return (f"teparity: {len(left)} known upstream defect(s) held by extrapolation ({beyond}: newer than every run "
+            "that showed them; the report's known_defects_extrapolated names them)")
 
 
 def covering(check: str, executor: str | None, versions: Versions) -> list[KnownDefect]:

@@ -20,5 +20,9 @@ ENTRY = KnownDefect(
     "asserts `trace.bound_symbols[9].sym.name == \"unpack_sequence\"` (index 8 in 0.2.4), a layout of a backward with no "
     "TE symbols before that unpack. thunder 0.2.4's legacy executor (thunder/executors/transformer_engineex.py) fails "
     "first: TE's restore_from_saved is given no saved tensors (TypeError: 'NoneType' object is not iterable)",
-    seen=("docs/results/h100-te2.9.0-te2.20.2-b1f1fda-switching-rows",),
+    seen=(
+        "docs/results/h100-te2.9.0-te2.20.2-b1f1fda-switching-rows",
+        "docs/results/h100-te2.9.0-85c5bb3-switching-models",
+        "docs/results/h100-te2.20.2-te2.12.0-5c9f6f5",
+    ),
 )

@@ -24,5 +24,9 @@ ENTRY = KnownDefect(
     "quantizes whatever autocast the caller is in; a te.autocast(enabled=False) inside the traced forward leaves no "
     "trace at all",
     model=models.FP8_ON_WHERE_OFF,
-    seen=("docs/results/h100-te2.9.0-te2.20.2-b1f1fda-switching-rows",),
+    seen=(
+        "docs/results/h100-te2.9.0-te2.20.2-b1f1fda-switching-rows",
+        "docs/results/h100-te2.9.0-85c5bb3-switching-models",
+        "docs/results/h100-te2.20.2-te2.12.0-5c9f6f5",
+    ),
 )
