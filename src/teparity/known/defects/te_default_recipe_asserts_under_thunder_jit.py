@@ -22,5 +22,8 @@ ENTRY = KnownDefect(
     "(TE commit 17aa2e4, first released in 2.15; te.autocast takes the default recipe where none is given, enabled or "
     "not), and thunder/core/jit_ext.py registers a lookaside for is_compiling that returns True. Passing a recipe to the "
     "inner te.autocast avoids it",
-    seen=("docs/results/h100-te2.9.0-te2.20.2-b1f1fda-switching-rows", "docs/results/h100-te2.20.2-te2.12.0-5c9f6f5"),
+    seen=(
+        "docs/results/h100-te2.9.0-te2.20.2-b1f1fda-switching-rows",
+        "docs/results/h100-te2.20.2-te2.12.0-5c9f6f5",
+    ),
 )
