@@ -100,3 +100,66 @@ def test_cuda_graphs_put_thunders_transform_after_the_executors(monkeypatch: pyt
     assert first is executors and isinstance(graphs, CUDAGraphTransform)
     assert program.thunder_options(_spec(), None, None)["transforms"] == [executors]
     assert spec.variant() == "thunder's CUDA graph transform"
+
+
+def test_the_fp8_where_off_model_turns_only_the_eager_sides_off_steps_on() -> None:
+    """``PairSpec.fp8_where_off`` (a defect model's eager side): an "off" step runs as the model says on the eager side;
+    "none" and "on" steps, and the thunder side, run as the caller says. Checked against an unknown value."""
+    from teparity.records import FP8_WHERE_OFF
+
+    for model in FP8_WHERE_OFF:
+        spec = _spec(fp8_by_step=("off", "none", "on"), fp8_where_off=model)
+        assert [spec.fp8_at(step, "eager") for step in range(3)] == [model, "on", "on"]
+        assert [spec.fp8_at(step, "thunder") for step in range(3)] == ["off", "none", "on"]
+    with pytest.raises(ValueError, match="unknown fp8_where_off 'yes'"):
+        _spec(fp8_where_off="yes")
+
+
+def test_the_model_without_forward_update_takes_the_programs_autocast_and_lets_the_backward_update_through(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An "on-without-forward-update" step enters the program's own autocast with TE's forward update a no-op: the
+    backward's update (``forward=False``) still reaches TE. A stand-in for TE's state manager: no TE on the CPU."""
+    import sys
+
+    calls: list[bool] = []
+
+    class Manager:
+        @staticmethod
+        def reduce_and_update_fp8_tensors(forward: bool = True) -> None:
+            calls.append(forward)
+
+    fp8 = types.ModuleType("transformer_engine.pytorch.fp8")
+    fp8.FP8GlobalStateManager = Manager  # type: ignore[attr-defined]
+    for name, module in (("transformer_engine", types.ModuleType("transformer_engine")),
+                         ("transformer_engine.pytorch", types.ModuleType("transformer_engine.pytorch")),
+                         ("transformer_engine.pytorch.fp8", fp8)):
+        monkeypatch.setitem(sys.modules, name, module)
+    entered: list[str] = []
+
+    @contextlib.contextmanager
+    def own(recipe: Any) -> Iterator[None]:
+        entered.append(recipe)
+        yield
+
+    program = types.SimpleNamespace(fp8=own)
+    spec = _spec(fp8_by_step=("off",), fp8_where_off="on-without-forward-update")
+    with sides._fp8("eager", spec, program, "r", 0):
+        Manager.reduce_and_update_fp8_tensors(forward=True)
+        Manager.reduce_and_update_fp8_tensors(forward=False)
+    Manager.reduce_and_update_fp8_tensors(forward=True)
+    assert entered == ["r"] and calls == [False, True]
+
+
+def test_the_models_network_runs_its_ends_in_fp8(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ends_off`` False (what ``program.eager_module`` sets under ``fp8_where_off``): no disabled autocast at all."""
+    from teparity.stack import te_api
+
+    def autocast(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a disabled autocast in the model's network")
+
+    monkeypatch.setattr(te_api, "te_autocast", autocast)
+    net = networks.fp8_off_ends_mlp((32, 64, 16), seed=7)
+    net.ends_off = False
+    plain = networks.plain_mlp((32, 64, 16), seed=7, bias=False, activation=None)
+    x = torch.randn(4, 32)
+    assert torch.equal(net(x), plain(x))
