@@ -299,7 +299,7 @@ class RecomputedUnderFp8(_Model):
 
     @contextlib.contextmanager
     def _recomputing(self) -> Iterator[None]:
-        with _fp8_without_forward_update(self._recipe, self._group):
+        with without_forward_update(te_autocast(self._recipe, self._group)):
             for gelu in self._gelus:
                 gelu.recomputing = True
             try:
@@ -373,10 +373,6 @@ def without_forward_update(autocast: contextlib.AbstractContextManager[Any]) -> 
 
     with mock.patch.object(FP8GlobalStateManager, "reduce_and_update_fp8_tensors", backward_only), autocast:
         yield
-
-
-def _fp8_without_forward_update(recipe: Any, group: Any) -> contextlib.AbstractContextManager[None]:
-    return without_forward_update(te_autocast(recipe, group))
 
 
 class _ThunderSilu(torch.autograd.Function):

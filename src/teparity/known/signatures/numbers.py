@@ -9,6 +9,18 @@ from teparity.known.defect import Signature
 from teparity.stack.environment import Environment
 
 
+def _forwards_by_step(evidence: PartedFromEagerEvidence) -> tuple[list[int | None], list[int | None]]:
+    """(thunder's, eager TE's) forward passes recorded by step in rank 0's first case and linear."""
+    by_step = evidence["forwards_by_step"] or {}
+    return by_step.get("thunder") or [], by_step.get("eager") or []
+
+
+def _states_on_thunders_side_only(evidence: PartedFromEagerEvidence) -> set[str]:
+    """The linears (rank 0's first case) with an FP8 state after step 0 on thunder's side and none on eager TE's."""
+    amaxes = evidence["first_amaxes"] or {}
+    return set(amaxes.get("thunder") or ()) - set(amaxes.get("eager") or ())
+
+
 def _fp8_state_per_cache_entry(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
     micro = evidence["micro_batches"]
     entries = [n for by_case in (evidence["cache_entries"] or {}).values() for n in by_case.values()]
@@ -30,8 +42,7 @@ def _parted_from_step_zero_of_micro_batches(evidence: PartedFromEagerEvidence, e
 
 
 def _state_restarts_each_step(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
-    by_step = evidence["forwards_by_step"] or {}
-    thunder, eager = by_step.get("thunder") or [], by_step.get("eager") or []
+    thunder, eager = _forwards_by_step(evidence)
     first = evidence["first_difference"]
     return (
         not evidence["case_errors"]
@@ -44,10 +55,8 @@ def _state_restarts_each_step(evidence: PartedFromEagerEvidence, env: Environmen
 def _fp8_where_off(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
     """No case raised, and thunder's FP8 state shows FP8 where eager TE's shows none: after step 0 a linear with an
     FP8 state on thunder's side only, or at the first difference more forward passes in thunder's history."""
-    amaxes = evidence["first_amaxes"] or {}
-    only_thunder = set(amaxes.get("thunder") or ()) - set(amaxes.get("eager") or ())
-    by_step = evidence["forwards_by_step"] or {}
-    thunder, eager = by_step.get("thunder") or [], by_step.get("eager") or []
+    only_thunder = _states_on_thunders_side_only(evidence)
+    thunder, eager = _forwards_by_step(evidence)
     first = evidence["first_difference"]
     more = first is not None and first[0] < min(len(thunder), len(eager)) and (thunder[first[0]] or 0) > (eager[first[0]] or 0)
     return not evidence["case_errors"] and first is not None and (bool(only_thunder) or more)
@@ -91,8 +100,7 @@ def _ranks_part_unreduced(evidence: PartedFromEagerEvidence, env: Environment) -
 def _state_restarts_at_resume(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
     """The first difference is at the step where thunder's amax history (rank 0, first case and linear) starts over
     with one forward pass, a later step than 0, where eager TE's goes on growing."""
-    by_step = evidence["forwards_by_step"] or {}
-    thunder, eager = by_step.get("thunder") or [], by_step.get("eager") or []
+    thunder, eager = _forwards_by_step(evidence)
     first = evidence["first_difference"]
     restarts = [step for step in range(1, len(thunder)) if thunder[step] == 1 and (thunder[step - 1] or 0) >= 1]
     return (
@@ -104,8 +112,7 @@ def _state_restarts_at_resume(evidence: PartedFromEagerEvidence, env: Environmen
 def _state_per_input_shape(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
     """One micro-batch a step, every case compiled in two or more cache entries, and from a step after 0 on, thunder's
     amax history at the first difference records fewer forward passes than eager TE's."""
-    by_step = evidence["forwards_by_step"] or {}
-    thunder, eager = by_step.get("thunder") or [], by_step.get("eager") or []
+    thunder, eager = _forwards_by_step(evidence)
     entries = [n for by_case in (evidence["cache_entries"] or {}).values() for n in by_case.values()]
     first = evidence["first_difference"]
     return (
@@ -119,9 +126,7 @@ def _state_per_input_shape(evidence: PartedFromEagerEvidence, env: Environment) 
 def _state_per_call(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
     """No case raised, and after step 0 thunder holds an FP8 state for a linear's later call (``name@2``:
     ``teparity.inrank.fp8state``) that eager TE does not."""
-    amaxes = evidence["first_amaxes"] or {}
-    thunder, eager = set(amaxes.get("thunder") or ()), set(amaxes.get("eager") or ())
-    return not evidence["case_errors"] and any("@" in name for name in thunder - eager)
+    return not evidence["case_errors"] and any("@" in name for name in _states_on_thunders_side_only(evidence))
 
 
 # -- the signatures -------------------------------------------------------------------------------
