@@ -89,6 +89,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(repeatable; the gate is expected to fail)",
     )
     group.addoption(
+        "--teparity-reference-store", metavar="DIR", default=None,
+        help="where reference sides (eager TE, torch's DDP and FSDP2, eager torch) are kept and reused by any run with "
+        "the same key: the stack without thunder, teparity's source, the spec (teparity.gate.references); default: "
+        "pytest's cache folder, none with -p no:cacheprovider; 'none': compute every reference",
+    )
+    group.addoption(
+        "--teparity-fresh-reference", action="store_true",
+        help="compute every reference side (and store it), reusing none",
+    )
+    group.addoption(
         "--teparity-rows", metavar="ROW,ROW", type=_row_patterns, default=(),
         help="run only the gate tests of these parity-report rows, deselecting the rest: CHECK[*] every "
         "parametrization of a check, CHECK its row or every parametrization, CHECK[PARAMETERS] that row "

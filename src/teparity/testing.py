@@ -8,6 +8,7 @@ from __future__ import annotations
 from teparity import checks
 from teparity.gate.pairs import Pairs
 from teparity.gate.ranks import RankRunner, StrategyRanks
+from teparity.gate.references import reference
 from teparity.inrank.fsdp_transform import FsdpTransformSpec, fsdp_transform_run
 from teparity.inrank.inference8bit import QUANTIZED_LINEAR, Inference8BitSpec, inference8bit_run
 from teparity.inrank.scenarios import DdpTransformSpec, LegacySyncRun, LegacySyncSpec, ddp_transform_run, legacy_sync_run
@@ -41,6 +42,6 @@ __all__ = [
     "assert_no_violations", "assert_te_as_the_reference", "assert_te_claimed", "check_backward_sync", "check_no_forward_sync",
     "checks", "compare_across_ranks", "compare_ddp_runs", "compare_sides", "compiled_entries", "ddp_transform_run",
     "fp8_groups", "fsdp_transform_run", "fused_update_deviation", "left_out", "legacy_sync_run", "order_differences",
-    "placement", "raise_if_ranks_raised", "raise_if_thunder_raised", "reasons", "recipes", "run_thunder",
+    "placement", "raise_if_ranks_raised", "raise_if_thunder_raised", "reasons", "recipes", "reference", "run_thunder",
     "state_is_empty", "steps_compared_with_eager", "sync_counts", "thunderfx_run", "trace_violations",
 ]

@@ -28,6 +28,7 @@ from teparity.testing import (
     QUANTIZED_LINEAR,
     reasons,
     StrategyRanks,
+    reference,
 )
 
 pytestmark = pytest.mark.fp8
@@ -211,7 +212,7 @@ def test_8bit_inference_matches_its_eager_model(dtype: str, teparity_env: Any, r
         pytest.skip(reason)
     spec = Inference8BitSpec(dtype=dtype)
     ctx = f"{teparity_env.versions.describe()}; 8-bit inference, {dtype}, {spec.passes} no-grad passes, sizes {spec.sizes}"
-    thunder, model = ranks.side_by_side([(inference8bit_run, (spec,)), (inference8bit_run, (dataclasses.replace(spec, side="model"),))])
+    thunder, model = ranks.side_by_side([(inference8bit_run, (spec,)), reference(inference8bit_run, dataclasses.replace(spec, side="model"))])
     for side, runs in (("thunder", thunder), ("the eager model", model)):
         if runs[0].error is not None:
             pytest.fail(f"{side} raised: {runs[0].error}; {ctx}", pytrace=False)

@@ -26,6 +26,7 @@ from teparity.testing import (
     raise_if_ranks_raised,
     reasons,
     StrategyRanks,
+    reference,
 )
 
 pytestmark = pytest.mark.multirank
@@ -41,11 +42,11 @@ def test_ddp_transform_matches_torch_ddp(teparity_env: Any, ranks: StrategyRanks
     world_size = ranks.world_size(spec.parallel)
     ctx = (f"{teparity_env.versions.describe()}; thunder ddp with thunder's default executors (linears on the CPU); "
            f"{world_size} ranks, {spec.steps} steps, sizes {spec.sizes}, {spec.activation}")
-    thunder, reference = ranks.side_by_side(
-        [(ddp_transform_run, (spec,)), (ddp_transform_run, (dataclasses.replace(spec, side="torch"),))])
+    thunder, torch_side = ranks.side_by_side(
+        [(ddp_transform_run, (spec,)), reference(ddp_transform_run, dataclasses.replace(spec, side="torch"))])
     raise_if_ranks_raised(thunder, "thunder's DDP transform", ctx)
     result = Comparison()
-    compare_ddp_runs(reference, thunder, FP32_AGAINST_TORCH, result=result)
+    compare_ddp_runs(torch_side, thunder, FP32_AGAINST_TORCH, result=result)
     if result.differences:
         pytest.fail(result.message(f"thunder's DDP transform vs torch DDP; {ctx}"), pytrace=False)
     numbers(result)

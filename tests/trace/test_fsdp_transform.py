@@ -29,6 +29,7 @@ from teparity.testing import (
     raise_if_ranks_raised,
     StrategyRanks,
     reasons,
+    reference,
 )
 
 pytestmark = [pytest.mark.multirank]
@@ -73,16 +74,15 @@ def test_fsdp_transform_matches_torch_fsdp(
     no_reference = _no_cpu_fsdp2(teparity_env)
     calls = [(fsdp_transform_run, (spec,))]
     if sharding not in torch_fsdp and not no_reference:  # torch's side, once per sharding, beside thunder's
-        calls.append((fsdp_transform_run, (dataclasses.replace(spec, side="torch", bucketing=None),)))
+        calls.append(reference(fsdp_transform_run, dataclasses.replace(spec, side="torch", bucketing=None)))
     thunder, *torch_side = ranks.side_by_side(calls)
     if torch_side:
         torch_fsdp[sharding] = torch_side[0]
     raise_if_ranks_raised(thunder, "thunder's FSDP transform", ctx)
     if no_reference:  # after thunder's side: a transform that raises still fails
         pytest.skip(no_reference)
-    reference = torch_fsdp[sharding]
     result = Comparison()
-    compare_ddp_runs(reference, thunder, FP32_AGAINST_TORCH, result=result)
+    compare_ddp_runs(torch_fsdp[sharding], thunder, FP32_AGAINST_TORCH, result=result)
     if result.differences:
         pytest.fail(result.message(f"thunder's FSDP transform vs torch FSDP2; {ctx}"), pytrace=False)
     numbers(result)

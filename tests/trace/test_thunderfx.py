@@ -25,6 +25,7 @@ from teparity.testing import (
     StrategyRanks,
     ThunderfxSpec,
     thunderfx_run,
+    reference,
 )
 
 #: The report row's parameter -> the strategy the check runs.
@@ -44,10 +45,10 @@ def test_thunderfx_matches_torch(variant: str, teparity_env: Any, ranks: Strateg
     ctx = (f"{teparity_env.versions.describe()}; thunderfx with thunder's default executors ({spec.parallel.words}) "
            f"against eager torch; {world_size} rank(s) on the CPU, fp32, {spec.steps} steps, sizes {spec.sizes}, "
            f"{spec.activation}")
-    thunderfx, reference = ranks.side_by_side([(thunderfx_run, (spec,)), (thunderfx_run, (dataclasses.replace(spec, side="torch"),))])
+    thunderfx, torch_side = ranks.side_by_side([(thunderfx_run, (spec,)), reference(thunderfx_run, dataclasses.replace(spec, side="torch"))])
     raise_if_ranks_raised(thunderfx, "thunderfx", ctx)
     result = Comparison()
-    compare_ddp_runs(reference, thunderfx, FP32_AGAINST_TORCH, result=result)
+    compare_ddp_runs(torch_side, thunderfx, FP32_AGAINST_TORCH, result=result)
     if result.differences:
         pytest.fail(result.message(f"thunderfx vs eager torch; {ctx}"), pytrace=False)
     compiled = {rank: (run.programs, run.compiles_by_step) for rank, run in enumerate(thunderfx)}

@@ -46,7 +46,8 @@ def ranks(request: pytest.FixtureRequest, teparity_env: Any, rank_runner: RankRu
     skipping where it cannot run here (``teparity.gate.ranks.StrategyRanks``)."""
     from teparity.gate.ranks import StrategyRanks
 
-    return StrategyRanks(rank_runner, settings(request.config).world_size, backend, teparity_env)
+    store = request.config.pluginmanager.get_plugin("teparity-worker").reference_store()
+    return StrategyRanks(rank_runner, settings(request.config).world_size, backend, teparity_env, store)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import pytest
 
 from teparity.gate.ranks import StrategyRanks
+from teparity.gate.references import reference
 from teparity.report.parity import EXPOSED_PROPERTY, MODEL_PROPERTY, NUMBERS_PROPERTY
 from teparity.judge.compare import Comparison
 from teparity.judge.parity import assert_parity, context
@@ -157,9 +158,10 @@ class Pairs:
         from teparity.inrank.sides import run_eager, run_thunder
         keys: list[SideKey] = [(side, side_spec, world_size, update) for side, side_spec, update in wanted]
         missing = list(dict.fromkeys(key for key in keys if key not in _SIDE_RUNS))
-        # An eager side runs with the pair's executor (its rank code looks the executor up, and never uses it).
-        calls = [(run_eager, (dataclasses.replace(key[1], executor=spec.executor), key[3])) if key[0] == "eager"
-                 else (run_thunder, (key[1],)) for key in missing]
+        # An eager side runs with the pair's executor (its rank code looks the executor up, and never uses it): a
+        # reference, keyed by its own spec.
+        calls = [reference(run_eager, dataclasses.replace(key[1], executor=spec.executor), key[3], keyed_by=(key[1], key[3]))
+                 if key[0] == "eager" else (run_thunder, (key[1],)) for key in missing]
         runs = dict(zip(missing, self.ranks.side_by_side(calls))) if calls else {}
         for key in keys:
             if key in runs:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from teparity.gate.references import ReferenceCall, ReferenceStore
 from teparity.launch.outcome import Backend
 from teparity.strategies import Strategy
 
@@ -132,6 +133,8 @@ class StrategyRanks:
     backend: Backend
     #: The probed ``teparity.stack.environment.Environment``: the thunder build and the GPUs a strategy needs.
     env: Any
+    #: Where reference calls (``teparity.gate.references.reference``) are reused from and stored, or None: computed.
+    references: ReferenceStore | None = None
 
     def world_size(self, strategy: Strategy) -> int:
         return strategy.world_size(self.session)
@@ -145,16 +148,24 @@ class StrategyRanks:
         __tracebackhide__ = True
         return self.side_by_side([(fn, (spec, *args))])[0]
 
-    def side_by_side(self, calls: Sequence[Call]) -> list[list[Any]]:
+    def side_by_side(self, calls: Sequence[Call | ReferenceCall]) -> list[list[Any]]:
         """Each call on ranks of its own (``RankRunner.side_by_side``); a call's first argument is its spec, and the
-        calls' specs name one strategy."""
+        calls' specs name one strategy. A reference call is served from the store where its key has a record."""
         __tracebackhide__ = True
         import pytest
 
-        strategies = {args[0].parallel for _, args in calls}
+        strategies = {call[1][0].parallel for call in calls}
         if len(strategies) != 1:
             raise ValueError(f"calls side by side run one strategy's ranks, not {sorted(s.name for s in strategies)}")
         strategy = strategies.pop()
         if reason := self.absent(strategy):
             pytest.skip(reason)
-        return self.runner.side_by_side(calls, world_size=self.world_size(strategy))
+        world_size = self.world_size(strategy)
+
+        def compute(plain: list[Call]) -> list[list[Any]]:
+            __tracebackhide__ = True
+            return self.runner.side_by_side(plain, world_size=world_size)
+
+        if self.references is None:
+            return compute([(call[0], call[1]) for call in calls])
+        return self.references.serve(calls, world_size, self.backend if world_size > 1 else "gloo", compute)

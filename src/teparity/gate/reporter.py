@@ -4,6 +4,7 @@ JSON. Lives in the process that starts the run (the xdist controller, or a lone 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -22,6 +23,7 @@ from teparity.report.parity import (
     MODEL_PROPERTY,
     NEAR_MISS_PROPERTY,
     NUMBERS_PROPERTY,
+    REFERENCE_PROPERTY,
     ROW_PROPERTY,
     ParityReport,
     TestOutcome,
@@ -37,6 +39,13 @@ _XPASS_STRICT = "[XPASS(strict)] "
 
 
 def _outcome(report: pytest.TestReport) -> TestOutcome | None:
+    outcome = _bare_outcome(report)
+    if outcome is None or not (served := dict(report.user_properties).get(REFERENCE_PROPERTY)):
+        return outcome
+    return dataclasses.replace(outcome, reference=served)
+
+
+def _bare_outcome(report: pytest.TestReport) -> TestOutcome | None:
     properties = dict(report.user_properties)
     if report.skipped and hasattr(report, "wasxfail"):
         crash = getattr(report.longrepr, "reprcrash", None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -50,6 +51,10 @@ class Settings:
     rows: tuple[str, ...] = ()
     #: ``--teparity-base``: the base's parity report, against which the run judges its change, or None.
     base: str | None = None
+    #: ``--teparity-reference-store``: the folder of reusable reference sides (``teparity.gate.references``), or None.
+    reference_store: str | None = None
+    #: ``--teparity-fresh-reference``: compute every reference side, reusing none.
+    fresh_reference: bool = False
 
     @functools.cached_property
     def backend(self) -> str:
@@ -95,9 +100,21 @@ def resolve(config: pytest.Config, *, longest_first: bool) -> Settings:
         allow_no_thunder=config.getoption("teparity_allow_no_thunder"),
         rows=config.getoption("teparity_rows"),
         base=config.getoption("teparity_base"),
+        reference_store=_reference_store(config),
+        fresh_reference=config.getoption("teparity_fresh_reference"),
     )
     config.stash[_SETTINGS] = resolved
     return resolved
+
+
+def _reference_store(config: pytest.Config) -> str | None:
+    """``--teparity-reference-store``; by default pytest's cache folder (``.pytest_cache``), none without the cache
+    provider (``-p no:cacheprovider``) or with ``--teparity-reference-store none``."""
+    asked = config.getoption("teparity_reference_store")
+    if asked is not None:
+        return None if asked == "none" else str(Path(asked).resolve())
+    cache = getattr(config, "cache", None)
+    return None if cache is None else str(cache.mkdir("teparity-references"))
 
 
 def settings(config: pytest.Config) -> Settings:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
+from pathlib import Path
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
@@ -15,10 +16,12 @@ import pytest
 
 from teparity.gate import schedule
 from teparity.gate.settings import Settings, probed_environment
+from teparity.report.parity import REFERENCE_PROPERTY
 from teparity.stack import reasons
 
 if TYPE_CHECKING:
     from teparity.gate.ranks import RankRunner
+    from teparity.gate.references import ReferenceStore
 
 
 class Worker:
@@ -28,6 +31,16 @@ class Worker:
         self._prestarted = False
         #: The thread that imports torch after collection, joined at the session's end.
         self._importing_torch: threading.Thread | None = None
+        self._references: ReferenceStore | None = None
+
+    def reference_store(self) -> ReferenceStore | None:
+        """The process's store of reference sides (``--teparity-reference-store``), or None: every one computed."""
+        if self._references is None and self.settings.reference_store is not None:
+            from teparity.gate.references import ReferenceStore, run_name
+
+            self._references = ReferenceStore(Path(self.settings.reference_store), self.settings.fresh_reference,
+                                              run_name(probed_environment().versions.thunder), probed_environment().versions.thunder)
+        return self._references
 
     def rank_runner(self) -> RankRunner:
         """The session's one runner (the ``rank_runner`` fixture's, and the one whose ranks start before the
@@ -81,6 +94,17 @@ class Worker:
         if item.get_closest_marker("legacy_sync") and (reason := reasons.no_backward_sync(env)):
             pytest.skip(reason)
         return (yield)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
+        """Record in the test's report how each of its reference sides was had (computed, or reused from a run)."""
+        if self._references is not None:
+            self._references.take_served()
+        try:
+            return (yield)
+        finally:
+            if self._references is not None and (served := self._references.take_served()):
+                item.user_properties.append((REFERENCE_PROPERTY, served))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """End this process's ranks; under torchrun, leave the process group that the multi-rank tests joined,

@@ -402,9 +402,8 @@ def _thunders_activations(plain: torch.nn.Module) -> None:
     """A model does thunder's arithmetic where thunder's own decomposition is known to differ from torch's kernel: the
     llama block's SiLU on builds without its gradient rule."""
     from teparity.stack import since
-    from teparity.stack.versions import build_version
 
-    if hasattr(plain, "silu") and not since.reached(build_version("lightning-thunder"), since.SILU_GRAD_RULE_SINCE):
+    if hasattr(plain, "silu") and not since.installed_thunder_reached(since.SILU_GRAD_RULE_SINCE):
         plain.silu = thunder_silu
 
 
@@ -414,9 +413,8 @@ GeluRemat = Literal["last-keeps-forward", "recomputed", "all-keep-forward"]
 def gelu_remat(compile_path: str) -> GeluRemat:
     """How the installed thunder recomputes a checkpointed region's GELUs (``RecomputedUnderFp8``)."""
     from teparity.stack import since
-    from teparity.stack.versions import build_version
 
-    if not since.reached(build_version("lightning-thunder"), since.GELU_RECOMPUTED_SINCE):
+    if not since.installed_thunder_reached(since.GELU_RECOMPUTED_SINCE):
         return "all-keep-forward"
     return "last-keeps-forward" if compile_path == "jit" else "recomputed"
 

@@ -25,11 +25,9 @@ from teparity.inrank.recording import step_state
 from teparity.inrank.strategies import builder
 from teparity.inrank.syncspy import record_fp8_syncs
 from teparity.records import Case, CaseRun, PairSpec, ScaleUpdate, Side, StepRecord, fp8_groups, reference_update
-from teparity.stack import recipes
+from teparity.stack import recipes, since
 from teparity.stack.executors import ExecutorInfo, find_te_executors
-from teparity.stack.reasons import no_input_grad_under_ddp
 from teparity.stack.te_api import te_autocast
-from teparity.stack.versions import build_version
 
 
 def _dtype(name: str) -> Any:
@@ -156,7 +154,7 @@ def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -
     program = builder(spec)(side, plain, spec, group, run.case, info, recipe_at(0))
     optimizer = torch.optim.SGD(list(program.parameters.values()), lr=spec.lr)
     # Both sides alike: where thunder's DDP transform cannot take it, no input requires grad.
-    input_grad = spec.train and not (spec.parallel.thunder_ddp and no_input_grad_under_ddp(build_version("lightning-thunder")))
+    input_grad = spec.train and (not spec.parallel.thunder_ddp or since.installed_thunder_reached(since.DDP_INPUT_GRAD_SINCE))
     with record_fp8_syncs(None) as syncs, contextlib.ExitStack() as resumed:
         for step in range(spec.steps):
             recipe, before = recipe_at(step), syncs.backward_calls()

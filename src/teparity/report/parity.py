@@ -40,6 +40,8 @@ MODEL_PROPERTY = "teparity_model"
 #: What a passing comparison compared: tensors, the largest difference and the rule of each quantity.
 NUMBERS_PROPERTY = "teparity_numbers"
 BOUNDED_PROPERTY = "teparity_bounded"
+#: How each reference side of a test was had (``teparity.gate.references.Served``): computed, or reused from a run.
+REFERENCE_PROPERTY = "teparity_reference"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +70,8 @@ class TestOutcome:
     #: A pass's comparison (or a known outcome's, against the model): tensors compared, the largest difference
     #: (``max_abs``, ``max_ulps``) and the rule (``allowed``) of each quantity.
     numbers: dict[str, Any] | None = None
+    #: Each reference side the test compared with: ``{"call", "source": "computed" | "reused", "run"}``.
+    reference: list[dict[str, str]] | None = None
 
     def held_by(self) -> str:
         """How a known outcome was held beyond its signature, in words ("" where it was not)."""

@@ -55,6 +55,22 @@ LEGACY_RECIPES = ("DelayedScaling", "MXFP8BlockScaling")
 FP8_MIN_CAPABILITY = (8, 9)
 
 
+#: The facts of the installed thunder build that rank code reads (``installed_thunder_reached``), on either side: a
+#: reference side is reused across thunder builds only where each reads the same (``teparity.gate.references``).
+RANK_READS = (DDP_INPUT_GRAD_SINCE, SILU_GRAD_RULE_SINCE, GELU_RECOMPUTED_SINCE)
+
+
+def installed_thunder_reached(since: Version) -> bool:
+    """In a rank: whether the installed thunder build is ``since`` or newer, for a fact of ``RANK_READS`` only (any
+    other would be a thunder fact that a reused reference ignores)."""
+    if since not in RANK_READS:
+        raise ValueError(f"rank code reads {since} of thunder: add it to teparity.stack.since.RANK_READS, the facts a "
+                         "reference's key holds")
+    from teparity.stack.versions import build_version
+
+    return reached(build_version("lightning-thunder"), since)
+
+
 def reached(version: str | None, since: Version) -> bool:
     """Whether ``version`` is ``since`` or newer; an unparsable or absent version counts as reached (a local
     build of the newest source)."""
