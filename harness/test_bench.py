@@ -5,6 +5,7 @@ verdict and evidence line is, with each mode's start-up summed from the rank and
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -247,3 +249,33 @@ def test_bench_of_the_trace_tier_is_identical_and_says_where_start_up_went(tmp_p
     # How long the imports took is the bench's output, not this test's: on a loaded machine any ordering of two
     # timings can flip, and a check that fails with the load teaches users to ignore it.
     assert "rank processes and 1 fork servers started" in completed.stderr
+
+
+def test_the_reference_modes_run_served_with_a_store_emptied_before_stored_and_filled_before_reused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``stored`` and ``reused`` are served runs with ``--teparity-reference-store`` (the other modes keep none): stored
+    from an empty store, reused from a filled one (an untimed run fills it where no run before did)."""
+    runs: list[tuple[str, list[str]]] = []
+
+    def run_gate(paths: list[str], workdir: Path, mutation: Any, args: list[str], *, name: str, env: Any) -> Any:
+        runs.append((name, args))
+        store = next((arg.split("=", 1)[1] for arg in args if arg.startswith("--teparity-reference-store=")), "none")
+        if store != "none":
+            Path(store).mkdir(exist_ok=True)
+            (Path(store) / f"{name}.pickle").write_text("a record")
+        return SimpleNamespace(returncode=0, report={})
+
+    monkeypatch.setattr(gate_runs, "run_gate", run_gate)
+    modes = benching._ModeRuns(["tests/trace"], tmp_path, None, 0, progress=lambda line: None)
+    (tmp_path / "references").mkdir()
+    (tmp_path / "references" / "old.pickle").write_text("an earlier run's record")
+    for mode in ("reused", "stored", "served"):
+        modes.ready(mode, mode)
+        modes.run(mode, mode)
+    store = f"--teparity-reference-store={tmp_path / 'references'}"
+    assert runs == [("reused", ["--teparity-ranks=forked", store]), ("stored", ["--teparity-ranks=forked", store]),
+                    ("served", ["--teparity-ranks=forked", "--teparity-reference-store=none"])], runs
+    runs.clear()
+    shutil.rmtree(tmp_path / "references")
+    modes.ready("reused", "reused")
+    assert [name for name, _ in runs] == ["reused-fill"], runs

@@ -28,7 +28,6 @@ AUTOCAST = "tests/features/test_feature_parity.py::test_training_under_torch_aut
 
 FSDP = "tests/fsdp/test_fsdp_parity.py::test_fsdp_matches_the_reference"
 INFERENCE = "tests/features/test_feature_parity.py::test_no_grad_forward_matches_eager_te"
-GRAD_ACCUMULATION = "tests/ddp/test_ddp_parity.py::test_gradient_accumulation_matches_no_sync"
 LLAMA_GRAD_ACCUMULATION = "tests/ddp/test_ddp_parity.py::test_llama_block_gradient_accumulation_matches_no_sync"
 RESUME = "tests/features/test_feature_parity.py::test_resume_from_checkpoint_matches_eager_te"
 NEW_SHAPE = "tests/features/test_feature_parity.py::test_new_input_shape_between_steps_matches_eager_te"
@@ -76,8 +75,9 @@ KILLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "no-grad-torch-linear-off": ((f"{INFERENCE}[functional-delayed]",), (OFF_THE_MODEL,)),
     "recipe-change-state-of-another-history": ((f"{RECIPE_CHANGE}[functional-alternate]", f"{RECIPE_CHANGE}[functional-rebuilt]",
                                                 f"{SWITCHED}[functional-no-autocast]"), (OFF_THE_MODEL,)),
-    "no-sync-weight-grads-scaled": ((f"{GRAD_ACCUMULATION}[functional]", f"{LLAMA_GRAD_ACCUMULATION}[functional]"),
-                                    (OFF_THE_MODEL,)),
+    # The small network's bf16 weight gradients round a 1 + 2**-10 factor away here: only the llama block's show it
+    # (docs/results/h100-te2.9.0-te2.20.2-9f885b1-reference-reuse/gpu-kills; TE 2.20.2 kills both, h200-te2.20.2-2bafd7a-killmatrix).
+    "no-sync-weight-grads-scaled": ((f"{LLAMA_GRAD_ACCUMULATION}[functional]",), (OFF_THE_MODEL,)),
     "fp8-group-amax-summed": ((f"{FP8_GROUP}[functional-per-rank]",), (OFF_THE_MODEL,)),
     "fsdp-forward-amax-not-reduced": ((f"{FSDP}[functional-zero2]",), ("vs rank 0", "amax_history differs")),
     "state-dict-initial-weights": ((f"{RESUME}[functional-thunder]", f"{RESUME}[functional-eager]"), (OFF_THE_MODEL,)),
@@ -92,7 +92,7 @@ KILLING_TESTS = sorted({t for killing, _ in KILLS.values() for t in killing})
 #: Killing tests that are strict xfails (known defects) on a clean run of that stack: their clean run must be known,
 #: not a pass (lines seen in docs/results/h200-te2.20.2-2bafd7a-killmatrix).
 KNOWN_CLEAN = {f"{RECIPE_CHANGE}[functional-alternate]", f"{RECIPE_CHANGE}[functional-rebuilt]", f"{AUTOCAST}[functional]",
-               f"{INFERENCE}[functional-delayed]", f"{GRAD_ACCUMULATION}[functional]", f"{LLAMA_GRAD_ACCUMULATION}[functional]",
+               f"{INFERENCE}[functional-delayed]", f"{LLAMA_GRAD_ACCUMULATION}[functional]",
                f"{FP8_GROUP}[functional-per-rank]", f"{TWICE}[functional]", f"{RESUME}[functional-thunder]",
                f"{RESUME}[functional-eager]", f"{NEW_SHAPE}[functional-sequence-length-default]",
                f"{SWITCHED}[functional-no-autocast]", *SWITCHING_KILLS["legacy"], *SWITCHING_KILLS["functional"]}

@@ -88,16 +88,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="apply a known regression from teparity.mutations in every process, ranks included "
         "(repeatable; the gate is expected to fail)",
     )
-    group.addoption(
-        "--teparity-reference-store", metavar="DIR", default=None,
-        help="where reference sides (eager TE, torch's DDP and FSDP2, eager torch) are kept and reused by any run with "
-        "the same key: the stack without thunder, teparity's source, the spec (teparity.gate.references); default: "
-        "pytest's cache folder, none with -p no:cacheprovider; 'none': compute every reference",
-    )
-    group.addoption(
-        "--teparity-fresh-reference", action="store_true",
-        help="compute every reference side (and store it), reusing none",
-    )
+    group.addoption("--teparity-reference-store", metavar="DIR", default=None,
+                    help="where reference sides (eager TE, torch's DDP and FSDP2) are kept and reused under their key "
+                    "(teparity.gate.references); default pytest's cache folder; 'none': computed every time")
+    group.addoption("--teparity-fresh-reference", action="store_true", help="compute every reference side and store it")
     group.addoption(
         "--teparity-rows", metavar="ROW,ROW", type=_row_patterns, default=(),
         help="run only the gate tests of these parity-report rows, deselecting the rest: CHECK[*] every "

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from teparity.tools.ranges import AXES
 from teparity.option_types import positive, whole_number
-from teparity.tools.bench import MODES
+from teparity.tools.bench import MODES, REFERENCE_MODES
 from teparity.tools.bisect import PACKAGES, valid_version
 
 DESCRIPTION = """The commands around the teparity gate: doctor (what this machine can run, and why not), matrix (parity
@@ -142,7 +142,9 @@ def _bench(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                  help="the gate with fresh, warm, forked and served ranks: wall times, ratios, identical verdicts")
     timing.add_argument("--workdir", type=Path, help="bench.json, every report and log (default: a new temp dir)")
     timing.add_argument("--modes", type=_modes, default=MODES, metavar="M,M",
-                        help=f"the launch modes to compare, in this order (default {','.join(MODES)})")
+                        help=f"the launch modes to compare, in this order (default {','.join(MODES)}); also "
+                        f"{' and '.join(REFERENCE_MODES)}: served with a reference store, empty before stored, filled before "
+                        "reused (a stack's first and second run)")
     timing.add_argument("--no-warmup", dest="warmup", action="store_false",
                         help="time the first mode cold: no untimed run first to fill the caches that outlive a run")
     _standby_option(timing, "the served mode's fork server")
@@ -234,7 +236,7 @@ def _standby_option(parser: argparse.ArgumentParser, server: str) -> None:
 
 
 def _modes(text: str) -> tuple[str, ...]:
-    modes = tuple(text.split(","))
-    if any(mode not in MODES for mode in modes) or len(set(modes)) != len(modes):
-        raise argparse.ArgumentTypeError(f"distinct names from {', '.join(MODES)}, comma-separated; got {text!r}")
+    modes, known = tuple(text.split(",")), (*MODES, *REFERENCE_MODES)
+    if any(mode not in known for mode in modes) or len(set(modes)) != len(modes):
+        raise argparse.ArgumentTypeError(f"distinct names from {', '.join(known)}, comma-separated; got {text!r}")
     return modes

@@ -87,16 +87,16 @@ def stack_identity() -> dict[str, Any]:
     NVIDIA libraries installed as distributions, TE's version and files (its torch extension included), the GPUs."""
     import torch
 
-    from teparity.gate.settings import probed_environment
+    from teparity.stack.envprobe import environment
 
+    env = environment()
     nvidia = sorted(f"{dist.metadata['Name']}=={dist.version}" for dist in importlib.metadata.distributions()
                     if (dist.metadata["Name"] or "").lower().startswith("nvidia-"))
     return {
-        "python": platform.python_version(), "torch": torch.__version__, "torch_commit": torch.version.git_version,
-        "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version() if torch.cuda.is_available() else None,
-        "nvidia": nvidia, "te": importlib.metadata.version("transformer_engine") if installed_files("transformer_engine") else None,
-        "te_files": installed_files("transformer_engine"), "te_torch_files": installed_files("transformer_engine_torch"),
-        "gpus": [gpu.name for gpu in probed_environment().gpus],
+        "python": platform.python_version(), "torch": env.versions.torch, "torch_commit": torch.version.git_version,
+        "cuda": env.torch_cuda, "cudnn": torch.backends.cudnn.version() if torch.cuda.is_available() else None,
+        "nvidia": nvidia, "te": env.versions.transformer_engine, "te_files": installed_files("transformer_engine"),
+        "te_torch_files": installed_files("transformer_engine_torch"), "gpus": [gpu.name for gpu in env.gpus],
     }
 
 
@@ -230,15 +230,16 @@ class ReferenceStore:
 
 
 def run_name(thunder: str | None) -> str:
-    """How a record names the run that computed it: the thunder build beside it, teparity's commit, when and where."""
+    """How a record names the run that computed it (``teparity.report.parity.REFERENCE_RUN``)."""
     import socket
 
+    from teparity.report.parity import REFERENCE_RUN
     from teparity.stack.envprobe import RUN_VARIABLE
     from teparity.stack.provenance import teparity_commit
 
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    return (f"thunder {thunder or 'absent'}, teparity {teparity_commit()}, {started} on {socket.gethostname()}"
-            f" (run {os.environ.get(RUN_VARIABLE, '?')[:8]})")
+    return REFERENCE_RUN.format(thunder=thunder or "absent", commit=teparity_commit(), host=socket.gethostname(),
+                                started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                run=os.environ.get(RUN_VARIABLE, "?")[:8])
 
 
 def _name(call: Any) -> str:

@@ -125,6 +125,8 @@ class ParityReporter:
         self._complete(exitstatus)
         terminalreporter.write_sep("=", "teparity parity report")
         lines = [*terminal_table(self.report), *wrapped(f"teparity time: {self.timeline.summary(self.finished)}")] if self.report.cells else []
+        if used := self.report.references():
+            lines += wrapped(f"teparity {used}")
         lines += wrapped(f"teparity: {self.report.verdict()}; {json_note(self.controller.settings.report)}")
         lines += [said for line in (self.report.against_base or {}).get("lines", []) for said in wrapped(f"teparity: {line}")]
         for line in lines:

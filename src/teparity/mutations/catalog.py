@@ -136,7 +136,8 @@ CATALOG: dict[str, Mutation] = {
             "functional-te",
             functional.no_sync_weight_grads_scaled,
             killed_by=("ddp-grad-accumulation", "ddp-llama-grad-accumulation", "fsdp-grad-accumulation[*]"),
-            kill_note="against their model: one FP8 state per cache entry",
+            kill_note="against their model: one FP8 state per cache entry; with TE 2.9.0 not `ddp-grad-accumulation`, whose bf16 "
+                      "weight gradients round the factor away",
         ),
         Mutation(
             "fp8-group-amax-summed",

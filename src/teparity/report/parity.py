@@ -42,6 +42,14 @@ NUMBERS_PROPERTY = "teparity_numbers"
 BOUNDED_PROPERTY = "teparity_bounded"
 #: How each reference side of a test was had (``teparity.gate.references.Served``): computed, or reused from a run.
 REFERENCE_PROPERTY = "teparity_reference"
+#: How a reference names the run that computed it: the thunder build beside it first (``built_beside``).
+REFERENCE_RUN = "thunder {thunder}, teparity {commit}, {started} on {host} (run {run})"
+
+
+def built_beside(run: str) -> str | None:
+    """The thunder build beside which the run named ``run`` (``REFERENCE_RUN``) computed a reference."""
+    build = run.split(",", 1)[0].removeprefix("thunder ")
+    return None if build == "absent" else build
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,6 +161,17 @@ class ParityReport:
         elif not self.stopped and not self.count("FAIL") and not self.count("XPASS"):
             why.append("a failure outside the parity table (pytest's own summary names it)")
         return red(status, "; ".join(why))
+
+    def references(self) -> str | None:
+        """How the run's reference sides were had, in words; None where no test compared with one."""
+        served = [s for cell in self.cells.values() for t in cell.tests for s in t.reference or []]
+        if not served:
+            return None
+        thunder = (self.environment.get("versions") or {}).get("thunder")
+        reused = [s for s in served if s["source"] == "reused"]
+        beside = sum(built_beside(s["run"]) != thunder for s in reused)
+        return (f"references: {len(served) - len(reused)} computed, {len(reused)} reused ({beside} computed beside "
+                "another thunder build)")
 
     def _broken(self) -> str | None:
         """Why every gate test failed on this stack (``reasons.import_failure``, ``unsupported_pair``), or None."""

@@ -3,7 +3,9 @@ served, on one machine.
 
 served: forked ranks from a fork server that the bench started (and waited for) before its first run, as
 ``python -m teparity serve`` and ``repeat`` give their runs (``teparity.tools.served``), where forked
-starts the run's own; so the two differ by what a run pays for its fork server's imports.
+starts the run's own; so the two differ by what a run pays for its fork server's imports. stored and reused
+(``REFERENCE_MODES``): served, with a reference store, empty before stored, filled by a run before reused; the
+other modes keep no reference.
 
 It prints each mode's wall time and the ratios against fresh, whether every test's verdict and evidence
 (what it compared and how far apart the sides were) is identical in every mode, and where each mode's
@@ -20,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -31,6 +34,10 @@ from teparity.launch.fork_client import FORK_SERVER_VARIABLE
 from teparity.tools.served import ready_line, served
 
 MODES = ("fresh", "warm", "forked", "served")
+#: Served runs with a reference store (``teparity.gate.references``): ``stored`` from an empty one (a stack's first
+#: run: every reference computed and stored), ``reused`` from the one a run before filled (a second run of the stack).
+REFERENCE_MODES = ("stored", "reused")
+SERVED_MODES = ("served", *REFERENCE_MODES)
 OWNER = "python -m teparity bench"
 #: The start-up lines of ``teparity.launch.rank.join_group``, ``teparity.inrank.task.preload`` and the fork
 #: server's preload (``teparity.inrank.forkable``).
@@ -108,7 +115,7 @@ def bench(pytest_args: list[str], workdir: Path, modes: tuple[str, ...] = MODES,
     torch inductor's compiled kernels on disk) serve every timed mode alike, not only those after the first.
     The served mode's fork server keeps ``standby_ranks`` ranks forked ahead, and each served run starts
     once they are ready (``served_fork_server.standby_waits_s``: the seconds waited for them before each)."""
-    with served(OWNER, workdir / "served-forkserver", wait=True, standby_ranks=standby_ranks) if "served" in modes else nullcontext() as server:
+    with served(OWNER, workdir / "served-forkserver", wait=True, standby_ranks=standby_ranks) if set(SERVED_MODES) & set(modes) else nullcontext() as server:
         if server is not None:
             progress(f"served: {ready_line(server, standby_ranks)}")
         modes_run = _ModeRuns(pytest_args, workdir, server, standby_ranks, progress)
@@ -135,16 +142,24 @@ class _ModeRuns:
         self.standby_waits: dict[str, float] = {}
 
     def ready(self, mode: str, name: str) -> None:
-        """Before a served run, untimed: its standby ranks ready (a run before it took some)."""
-        if mode == "served" and self.server is not None and self.standby_ranks:
+        """Before a served run, untimed: its standby ranks ready (a run before it took some); before a stored run its
+        store emptied, before a reused one filled (by an untimed run where none before filled it)."""
+        store = self.workdir / "references"
+        if mode == "stored":
+            shutil.rmtree(store, ignore_errors=True)
+        if mode == "reused" and not any(store.glob("*.pickle")):
+            self.ready("stored", f"{name}-fill")
+            self.progress(f"{name}: its store filled first (not timed), exit {self.run('stored', f'{name}-fill').returncode}")
+        if mode in SERVED_MODES and self.server is not None and self.standby_ranks:
             self.standby_waits[name] = self.server.wait_for_standby()
 
     def run(self, mode: str, name: str) -> Any:
         from teparity.tools.gate_runs import run_gate
 
-        ranks = "forked" if mode == "served" else mode
-        env = self.server.env if mode == "served" and self.server else _without_server()
-        return run_gate(self.pytest_args, self.workdir, None, [f"--teparity-ranks={ranks}"], name=name, env=env)
+        ranks = "forked" if mode in SERVED_MODES else mode
+        env = self.server.env if mode in SERVED_MODES and self.server else _without_server()
+        store = f"--teparity-reference-store={self.workdir / 'references'}" if mode in REFERENCE_MODES else "--teparity-reference-store=none"
+        return run_gate(self.pytest_args, self.workdir, None, [f"--teparity-ranks={ranks}", store], name=name, env=env)
 
     def warm_up(self, mode: str) -> None:
         self.ready(mode, "warmup")

@@ -19,6 +19,7 @@ def markdown_summary(report: ParityReport, exit_status: int | None = None) -> st
         f"{versions.describe()}; teparity {env.get('teparity_commit')}; world size {env.get('world_size')}, backend "
         f"{env.get('backend')}",
         *(f"- placed by its source: {placed}" for placed in versions.placements()),
+        *([f"- {used}"] if (used := report.references()) else []),
     ]
     notes = Footnotes()
     executors = report.executors()
