@@ -113,7 +113,8 @@ def test_rank_code_reads_no_thunder_fact_but_the_declared_ones() -> None:
     assert not readers, f"rank code reads thunder's version outside since.installed_thunder_reached: {readers}"
 
 
-CPU_REFERENCES = ["tests/trace/test_ddp_transform.py", "tests/trace/test_thunderfx.py"]
+#: torch DDP's run against thunder's DDP transform: the cheapest reference of the CPU gate.
+CPU_REFERENCES = ["tests/trace/test_ddp_transform.py"]
 
 
 def _bytes(value: Any, path: str = "") -> list[tuple[str, Any]]:
@@ -141,8 +142,8 @@ def _sources(report: dict[str, Any]) -> set[str]:
 
 
 def test_the_cpu_gate_judges_alike_with_its_references_reused_and_recomputes_them_byte_for_byte(tmp_path: Path) -> None:
-    """Torch's DDP and eager torch's runs: stored by a first run, reused by a second (verdicts, evidence and numbers
-    identical), computed again by ``--teparity-fresh-reference`` into the same bytes."""
+    """torch DDP's run: stored by a first run, reused by a second (verdicts, evidence and numbers identical), computed
+    again by ``--teparity-fresh-reference`` into the same bytes."""
     pytest.importorskip("thunder")
     store = tmp_path / "store"
     option = f"--teparity-reference-store={store}"
@@ -150,7 +151,7 @@ def test_the_cpu_gate_judges_alike_with_its_references_reused_and_recomputes_the
     assert first.returncode == 0, first.output[-3000:]
     assert _sources(first.report) == {"computed"}, first.report
     stored = {path.name: _bytes(pickle.loads(path.read_bytes())["value"]) for path in store.glob("*.pickle")}
-    assert len(stored) == 3, sorted(stored)  # torch DDP, eager torch on one rank and under torch DDP
+    assert len(stored) == 1, sorted(stored)
     second = run_gate(CPU_REFERENCES, tmp_path, None, [option, "-p", "no:xdist"], name="second")
     assert _sources(second.report) == {"reused"}, second.report
     assert _verdicts(second.report) == _verdicts(first.report)
