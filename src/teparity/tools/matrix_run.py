@@ -114,8 +114,10 @@ def run_stack(stack: Stack, workdir: Path, pytest_args: list[str], *, wheels: Pa
     site, run.problem = install_thunder(stack, workdir, wheels, te_site)
     if run.problem is None:
         report = workdir / f"{stack.name}.json"
+        # The stacks of a matrix share one reference store: the eager side of a spec runs once for the builds whose
+        # rank code reads thunder alike (teparity.gate.references); an option given after it names another.
         command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--basetemp={workdir / stack.name}",
-                   f"--teparity-report={report}", *pytest_args]
+                   f"--teparity-report={report}", f"--teparity-reference-store={workdir / 'references'}", *pytest_args]
         env = {**os.environ, "PYTHONPATH": _site_path(site, te_site)}
         with open(run.log, "w") as log:
             # A session of its own: at the deadline the whole gate (its xdist workers, fork server and ranks) goes.
