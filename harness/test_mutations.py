@@ -85,8 +85,9 @@ def test_the_kill_matrix_kills_every_trace_tier_mutant_with_its_own_evidence(tmp
     masked = {"thunderfx-recompiles-every-call"} if TORCH_2_12_THUNDERFX.holds_here() else set()
     only = ["--only", ",".join(sorted(set(CATALOG) - masked))] if masked else []
     completed = subprocess.run(
+        # FSDP's BLOCK bucketing rows kill no trace-tier mutant that LAYER's do not (KILLS): left out of every run.
         [sys.executable, "-m", "teparity", "kill-matrix", "tests/trace", "--workdir", str(tmp_path), "--jobs", "2",
-         *only, "--pytest-args", "-p no:xdist"],
+         *only, "--pytest-args", "-p no:xdist -k 'not block'"],
         cwd=REPO, capture_output=True, text=True, timeout=900,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
