@@ -158,3 +158,18 @@ def test_the_cpu_gate_judges_alike_with_its_references_reused_and_recomputes_the
     fresh = run_gate(CPU_REFERENCES, tmp_path, None, [option, "--teparity-fresh-reference", "-p", "no:xdist"], name="fresh")
     assert _sources(fresh.report) == {"computed"} and _verdicts(fresh.report) == _verdicts(first.report)
     assert {path.name: _bytes(pickle.loads(path.read_bytes())["value"]) for path in store.glob("*.pickle")} == stored
+
+
+def test_a_record_no_run_used_for_two_weeks_leaves_the_store_and_a_used_one_stays(tmp_path: Path, stack: dict[str, Any]) -> None:
+    import os
+    import time
+
+    _serve(_store(tmp_path), Spec(steps=3))
+    _serve(_store(tmp_path), Spec(steps=4))
+    month_ago = time.time() - 30 * 24 * 3600
+    for path in tmp_path.iterdir():
+        os.utime(path, (month_ago, month_ago))
+    assert _serve(_store(tmp_path), Spec(steps=3))[1] == "reused"  # used again
+    _store(tmp_path).prune()
+    kept = [pickle.loads(path.read_bytes())["key"]["arguments"] for path in tmp_path.glob("*.pickle")]
+    assert kept == [repr((Spec(steps=3),))], kept

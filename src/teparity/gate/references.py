@@ -40,6 +40,8 @@ ENV_PREFIXES = ("NVTE_", "NCCL_ALGO", "NCCL_PROTO", "CUBLAS", "OMP_NUM_THREADS",
 CLAIM_WAIT_S = 900.0
 #: The record format: a record of another format is computed again.
 FORMAT = 1
+#: A record (and a lock) unused this long leaves the store when a run opens it: each teparity commit keys its own.
+KEPT_UNUSED_S = 14 * 24 * 3600.0
 
 
 class ReferenceCall(NamedTuple):
@@ -177,6 +179,14 @@ class ReferenceStore:
                     self.served.append(Served(_name(calls[index]), "computed", self.run))
         return [results[index] for index in range(len(calls))]
 
+    def prune(self, now: float | None = None) -> None:
+        """Remove what no run used for ``KEPT_UNUSED_S`` (a record read or written is used: its time is touched)."""
+        cutoff = (time.time() if now is None else now) - KEPT_UNUSED_S
+        for path in [*self.folder.glob("*.pickle"), *self.folder.glob("*.lock")]:
+            with contextlib.suppress(OSError):
+                if path.stat().st_mtime < cutoff:
+                    path.unlink()
+
     def take_served(self) -> list[dict[str, str]]:
         taken, self.served = [s.as_dict() for s in self.served], []
         return taken
@@ -193,6 +203,8 @@ class ReferenceStore:
             return None
         if not isinstance(record, dict) or record.get("key") != json.loads(json.dumps(k, default=str)):
             return None
+        with contextlib.suppress(OSError):
+            os.utime(self._path(k))  # used: kept by ``prune``
         return record
 
     def _write(self, k: dict[str, Any], value: Any) -> None:

@@ -40,6 +40,7 @@ class Worker:
 
             self._references = ReferenceStore(Path(self.settings.reference_store), self.settings.fresh_reference,
                                               run_name(probed_environment().versions.thunder), probed_environment().versions.thunder)
+            self._references.prune()
         return self._references
 
     def rank_runner(self) -> RankRunner:
