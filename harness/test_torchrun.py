@@ -48,13 +48,15 @@ def test_the_gate_runner_joins_the_torchrun_group_instead_of_spawning(tmp_path: 
 
 def test_the_ddp_trace_checks_run_on_torchrun_ranks(tmp_path: Path) -> None:
     report = tmp_path / "report.json"
+    # A reference store named: under torchrun it keeps nothing (a process that reused a side would leave its peers).
     output = _torchrun("-m", "pytest", "tests/trace", "-k", "ddp", "-p", "no:xdist", "-p", "no:cacheprovider", "-rA",
-                       "--teparity-report", str(report), cwd=REPO)
+                       "--teparity-report", str(report), f"--teparity-reference-store={tmp_path / 'store'}", cwd=REPO)
     # Both torchrun processes ran the 3 DDP sync checks, ddp-transform-matches-torch-ddp and thunderfx-matches-torch[ddp]
     # (known where thunderfx cannot run on this torch).
     thunderfx_known = TORCH_2_12_THUNDERFX.holds_here()
     for said in ("4 passed", "1 xfailed") if thunderfx_known else ("5 passed",):
         assert output.count(said) == 2, output[-4000:]
     assert output.count("teparity: world size 2, backend gloo") == 2, output[-4000:]
+    assert not (tmp_path / "store").exists()
     environment = json.loads(report.read_text())["environment"]  # rank 0 writes it
     assert (environment["world_size"], environment["backend"]) == (2, "gloo")

@@ -90,7 +90,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--teparity-reference-store", metavar="DIR", default=None,
                     help="where reference sides (eager TE, torch's DDP and FSDP2) are kept and reused under their key "
-                    "(teparity.gate.references); default pytest's cache folder; 'none': computed every time")
+                    "(teparity.gate.references); default pytest's cache folder; 'none' (and under torchrun): computed every time")
     group.addoption("--teparity-fresh-reference", action="store_true", help="compute every reference side and store it")
     group.addoption(
         "--teparity-rows", metavar="ROW,ROW", type=_row_patterns, default=(),

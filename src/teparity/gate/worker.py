@@ -34,8 +34,11 @@ class Worker:
         self._references: ReferenceStore | None = None
 
     def reference_store(self) -> ReferenceStore | None:
-        """The process's store of reference sides (``--teparity-reference-store``), or None: every one computed."""
-        if self._references is None and self.settings.reference_store is not None:
+        """The process's store of reference sides (``--teparity-reference-store``), or None: every one computed. None
+        under torchrun, whose processes are the ranks: one that reused a side would leave its peers in its collectives."""
+        from teparity.launch.torchrun import torchrun_world
+
+        if self._references is None and self.settings.reference_store is not None and torchrun_world() is None:
             from teparity.gate.references import ReferenceStore, run_name
 
             self._references = ReferenceStore(Path(self.settings.reference_store), self.settings.fresh_reference,
