@@ -173,3 +173,16 @@ def test_a_record_no_run_used_for_two_weeks_leaves_the_store_and_a_used_one_stay
     _store(tmp_path).prune()
     kept = [pickle.loads(path.read_bytes())["key"]["arguments"] for path in tmp_path.glob("*.pickle")]
     assert kept == [repr((Spec(steps=3),))], kept
+
+
+@dataclasses.dataclass
+class Raised:
+    error: str | None
+
+
+def test_a_reference_in_which_a_case_raised_is_computed_again(tmp_path: Path, stack: dict[str, Any]) -> None:
+    store = _store(tmp_path)
+    for outcome in ([[Raised("CUDA out of memory")], [Raised(None)]], [[Raised(None)], [Raised(None)]]):
+        served = store.serve([reference(reference_side, Spec())], 2, "gloo", lambda calls: [outcome])
+        assert served == [outcome] and store.take_served()[0]["source"] == "computed"
+    assert _serve(_store(tmp_path))[1] == "reused"

@@ -173,15 +173,15 @@ class ReferenceStore:
             computed = compute([_plain(calls[index]) for index in missing]) if missing else []
             for index, value in zip(missing, computed):
                 results[index] = value
-                if keys[index] is not None:
+                if keys[index] is not None and not _raised(value):
                     self._write(keys[index], value)
                 if isinstance(calls[index], ReferenceCall):
                     self.served.append(Served(_name(calls[index]), "computed", self.run))
         return [results[index] for index in range(len(calls))]
 
-    def prune(self, now: float | None = None) -> None:
+    def prune(self) -> None:
         """Remove what no run used for ``KEPT_UNUSED_S`` (a record read or written is used: its time is touched)."""
-        cutoff = (time.time() if now is None else now) - KEPT_UNUSED_S
+        cutoff = time.time() - KEPT_UNUSED_S
         for path in [*self.folder.glob("*.pickle"), *self.folder.glob("*.lock")]:
             with contextlib.suppress(OSError):
                 if path.stat().st_mtime < cutoff:
@@ -252,6 +252,14 @@ def run_name(thunder: str | None) -> str:
     return REFERENCE_RUN.format(thunder=thunder or "absent", commit=teparity_commit(), host=socket.gethostname(),
                                 started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                 run=os.environ.get(RUN_VARIABLE, "?")[:8])
+
+
+def _raised(value: Any) -> bool:
+    """Whether a side's result holds a case that raised (``error``, per rank and case): never stored, so that a failure
+    of one run (a GPU out of memory, say) is not served to the next."""
+    if isinstance(value, (list, tuple)):
+        return any(_raised(item) for item in value)
+    return getattr(value, "error", None) is not None
 
 
 def _name(call: Any) -> str:
