@@ -150,6 +150,7 @@ def test_the_cpu_gate_judges_alike_with_its_references_reused_and_recomputes_the
     first = run_gate(CPU_REFERENCES, tmp_path, None, [option, "-p", "no:xdist"], name="first")
     assert first.returncode == 0, first.output[-3000:]
     assert _sources(first.report) == {"computed"}, first.report
+    assert first.report["environment"]["references"].startswith(f"reference sides: reused from {store} under their key")
     stored = {path.name: _bytes(pickle.loads(path.read_bytes())["value"]) for path in store.glob("*.pickle")}
     assert len(stored) == 1, sorted(stored)
     second = run_gate(CPU_REFERENCES, tmp_path, None, [option, "-p", "no:xdist"], name="second")
@@ -186,3 +187,15 @@ def test_a_reference_in_which_a_case_raised_is_computed_again(tmp_path: Path, st
         served = store.serve([reference(reference_side, Spec())], 2, "gloo", lambda calls: [outcome])
         assert served == [outcome] and store.take_served()[0]["source"] == "computed"
     assert _serve(_store(tmp_path))[1] == "reused"
+
+
+def test_the_header_says_where_the_reference_sides_come_from() -> None:
+    from teparity.gate.header import references_line
+    from teparity.gate.settings import Settings
+
+    run = Settings(timeout=180.0, world_size=2, backend_asked="gloo", ranks_asked="forked", sides="serial", report=None,
+                   inject=(), longest_first=False, dist=None)
+    assert references_line(run) == "reference sides: computed by this run (no store)"
+    assert references_line(dataclasses.replace(run, reference_store="/s")).startswith("reference sides: reused from /s ")
+    assert "(--teparity-fresh-reference) and stored in /s" in references_line(
+        dataclasses.replace(run, reference_store="/s", fresh_reference=True))

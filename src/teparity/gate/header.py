@@ -36,6 +36,7 @@ def _said(settings: Settings, env: Environment, launch: str, rank_environment: d
         *(f"teparity: TE executor {info.label()}" for info in env.executors.values()),
         f"teparity: distribution: {settings.distribution()}",
         "teparity: rank environment: " + ", ".join(f"{k}={v}" for k, v in rank_environment.items()),
+        f"teparity: {references_line(settings)}",
     ]
     if reasons.thunder_absent(env):
         lines.append(f"teparity: NO THUNDER, every check skips ({reasons.ALLOW_NO_THUNDER})" if settings.allow_no_thunder
@@ -62,6 +63,18 @@ def _said(settings: Settings, env: Environment, launch: str, rank_environment: d
     if line := extrapolation_line(extrapolated(Versions.installed()), base_held(settings.base)):
         lines.append(line)
     return lines
+
+
+def references_line(settings: Settings) -> str:
+    """Where the run's reference sides come from (``teparity.gate.references``)."""
+    from teparity.launch.torchrun import torchrun_world
+
+    if settings.reference_store is None or torchrun_world() is not None:
+        return "reference sides: computed by this run (no store)"
+    if settings.fresh_reference:
+        return f"reference sides: computed by this run (--teparity-fresh-reference) and stored in {settings.reference_store}"
+    return (f"reference sides: reused from {settings.reference_store} under their key where stored, else computed and "
+            "stored (--teparity-fresh-reference computes them all)")
 
 
 def base_held(base: str | None) -> set[str]:

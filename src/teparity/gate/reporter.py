@@ -13,7 +13,7 @@ import pytest
 from teparity.gate import schedule
 from teparity.gate.controller import Controller
 from teparity.report.evidence import excerpt
-from teparity.gate.header import te_settings
+from teparity.gate.header import references_line, te_settings
 from teparity.report.parity import (
     BOUNDED_PROPERTY,
     COVERING_PROPERTY,
@@ -207,5 +207,6 @@ class ParityReporter:
             "fp8": reasons.no_fp8(env) or "yes",
             "te_settings": te_settings(),
             "rank_environment": rank_env.in_force(self.controller.rank_env_set),
+            "references": references_line(settings),
             "known_defects_extrapolated": extrapolated(env.versions),
         }
