@@ -102,9 +102,8 @@ def stack_identity() -> dict[str, Any]:
     }
 
 
-def environment_in_key(environ: dict[str, str] | None = None) -> dict[str, str]:
-    environ = os.environ if environ is None else environ
-    return {name: value for name, value in sorted(environ.items()) if name.startswith(ENV_PREFIXES)}
+def environment_in_key() -> dict[str, str]:
+    return {name: value for name, value in sorted(os.environ.items()) if name.startswith(ENV_PREFIXES)}
 
 
 def thunder_reads(thunder: str | None) -> dict[str, bool]:
@@ -115,8 +114,9 @@ def thunder_reads(thunder: str | None) -> dict[str, bool]:
 
 
 def key(call: ReferenceCall, world_size: int, backend: str, thunder: str | None) -> dict[str, Any] | None:
-    """The key of ``call``'s reference on this stack, or None where none can be formed (an argument without a stable
-    text: an object named by its address, which would never match, or anything whose repr raises)."""
+    """The key of ``call``'s reference on this stack, as JSON reads it back (the form a record holds), or None where none
+    can be formed (an argument without a stable text: an object named by its address, which would never match, or
+    anything whose repr raises)."""
     from teparity.launch.outcome import qualified_name
 
     try:
@@ -125,9 +125,10 @@ def key(call: ReferenceCall, world_size: int, backend: str, thunder: str | None)
         return None
     if " at 0x" in arguments:
         return None
-    return {"format": FORMAT, "call": qualified_name(call.fn), "arguments": arguments, "world_size": world_size,
-            "backend": backend, "stack": stack_identity(), "teparity": teparity_source(),
-            "environment": environment_in_key(), "thunder_reads": thunder_reads(thunder)}
+    return json.loads(json.dumps(
+        {"format": FORMAT, "call": qualified_name(call.fn), "arguments": arguments, "world_size": world_size,
+         "backend": backend, "stack": stack_identity(), "teparity": teparity_source(),
+         "environment": environment_in_key(), "thunder_reads": thunder_reads(thunder)}, default=str))
 
 
 def digest(key: dict[str, Any]) -> str:
@@ -201,7 +202,7 @@ class ReferenceStore:
                 record = pickle.load(handle)
         except Exception:  # absent, truncated, written by another teparity: compute it again
             return None
-        if not isinstance(record, dict) or record.get("key") != json.loads(json.dumps(k, default=str)):
+        if not isinstance(record, dict) or record.get("key") != k:
             return None
         with contextlib.suppress(OSError):
             os.utime(self._path(k))  # used: kept by ``prune``
@@ -210,7 +211,7 @@ class ReferenceStore:
     def _write(self, k: dict[str, Any], value: Any) -> None:
         """Write the record whole (a temporary file renamed), so that no reader sees part of one."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        record = {"key": json.loads(json.dumps(k, default=str)), "run": self.run, "value": value}
+        record = {"key": k, "run": self.run, "value": value}
         temporary = self._path(k).with_suffix(f".{os.getpid()}.tmp")
         try:
             with open(temporary, "wb") as handle:
