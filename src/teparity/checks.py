@@ -64,6 +64,7 @@ INFERENCE_8BIT = _check("inference-8bit", runs_te=True)
 FP8_SWITCHED = _check("fp8-switched", runs_te=True)
 FP8_OFF_ENDS = _check("fp8-off-ends", runs_te=True)
 CUDA_GRAPHS = _check("cuda-graphs", runs_te=True)
+TE_MODULES = _check("te-modules", runs_te=True)
 # -- ddp tier ----------------------------------------------------------------------------------------------
 DDP = _check("ddp", runs_te=True, column="ddp")
 DDP_FIRST_STEP = _check("ddp-first-step", runs_te=True, column="ddp")

@@ -41,13 +41,15 @@ FRESH_STATE_PER_RECIPE_OBJECT = "fresh-state-per-recipe-object"
 BF16_COPIES = "bf16-copies"
 RECOMPUTED_UNDER_FP8 = "recomputed-under-fp8"
 #: Further eager models: the checkpoint a resumed run loads without TE's FP8 state (``_extra_state``); each call of a
-#: linear called twice in one forward with an FP8 state of its own.
+#: linear called twice in one forward with an FP8 state of its own; eager TE whose delayed state, made anew at a
+#: recipe type change, joins TE's global update.
 RESUMED_WITHOUT_FP8_STATE = "resumed-without-fp8-state"
 STATE_PER_CALL = "state-per-call"
+STATE_REJOINS_UPDATE = "state-rejoins-update"
 #: What a rank raises where thunder's FSDP no-sync backward left no gradient for ``no_sync`` to reduce.
 NOTHING_STASHED = "thunder's FSDP no-sync backward stashed no unsharded gradient (_thunder_fsdp_unsharded_grad)"
 EAGER_MODELS = (TORCH_LINEARS, STATE_PER_CACHE_ENTRY, FRESH_STATE_PER_RECIPE_OBJECT, BF16_COPIES, RECOMPUTED_UNDER_FP8,
-                RESUMED_WITHOUT_FP8_STATE, STATE_PER_CALL)
+                RESUMED_WITHOUT_FP8_STATE, STATE_PER_CALL, STATE_REJOINS_UPDATE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -378,6 +380,19 @@ class Inference8BitRun:
     outputs: tuple[Any, ...] = ()
     symbols: tuple[str, ...] = ()
     error: RankError | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TeModulesRun:
+    """A side of the TE-module check (``teparity.inrank.te_modules``): per step the output, the parameters after the
+    optimizer step and every TE module's FP8 state, on the CPU; or what thunder's side raised, and what an eager TE
+    step in the same process raised after it (None: it ran)."""
+
+    outputs: tuple[Any, ...] = ()
+    parameters: tuple[dict[str, Any], ...] = ()
+    states: tuple[dict[str, Any], ...] = ()
+    error: RankError | None = None
+    eager_after: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,9 +13,10 @@ from teparity.inrank.fsdp_transform import FsdpTransformSpec, fsdp_transform_run
 from teparity.inrank.inference8bit import QUANTIZED_LINEAR, Inference8BitSpec, inference8bit_run
 from teparity.inrank.scenarios import DdpTransformSpec, LegacySyncRun, LegacySyncSpec, ddp_transform_run, legacy_sync_run
 from teparity.inrank.sides import run_thunder
+from teparity.inrank.te_modules import COMPILE_PATHS, TE_MODULE_NETWORKS, TeModulesSpec, te_modules_run
 from teparity.inrank.thunderfx_transform import ThunderfxSpec, thunderfx_run
 from teparity.judge.compare import Comparison, compare_across_ranks, compare_ddp_runs, state_is_empty
-from teparity.judge.failures import ReducedOutsideTheGroup, SilentFallback, SyncCountWrong, raise_if_ranks_raised
+from teparity.judge.failures import ReducedOutsideTheGroup, SilentFallback, SyncCountWrong, ThunderRunRaised, raise_if_ranks_raised
 from teparity.judge.fsdp_order import order_differences, placement
 from teparity.judge.parity import (
     assert_te_as_the_reference,
@@ -37,7 +38,8 @@ from teparity.strategies import REFERENCES
 
 __all__ = [
     "FP32_AGAINST_TORCH", "QUANTIZED_LINEAR", "Case", "Comparison", "DdpTransformRun", "DdpTransformSpec", "FsdpTransformSpec",
-    "Inference8BitSpec", "LegacySyncRun", "inference8bit_run",
+    "COMPILE_PATHS", "Inference8BitSpec", "LegacySyncRun", "TE_MODULE_NETWORKS", "TeModulesSpec", "ThunderRunRaised",
+    "inference8bit_run", "te_modules_run",
     "LegacySyncSpec", "Pair", "PairSpec", "Pairs", "REFERENCES", "RankRunner", "ReducedOutsideTheGroup", "SilentFallback", "StrategyRanks", "SyncCountWrong", "ThunderfxSpec",
     "assert_no_violations", "assert_te_as_the_reference", "assert_te_claimed", "check_backward_sync", "check_no_forward_sync",
     "checks", "compare_across_ranks", "compare_ddp_runs", "compare_sides", "compiled_entries", "ddp_transform_run",

@@ -18,7 +18,11 @@ from typing import Any
 import pytest
 
 from teparity.testing import (
+    COMPILE_PATHS,
+    TE_MODULE_NETWORKS,
     Case,
+    TeModulesSpec,
+    ThunderRunRaised,
     checks,
     fused_update_deviation,
     Inference8BitSpec,
@@ -29,6 +33,7 @@ from teparity.testing import (
     reasons,
     StrategyRanks,
     reference,
+    te_modules_run,
 )
 
 pytestmark = pytest.mark.fp8
@@ -93,6 +98,8 @@ def test_thunderfx_matches_eager_te(executor: str, recipe_id: str, parity: Pairs
 RECIPE_CHANGES = {
     "alternate": (("delayed", "delayed-margin1"), False),
     "rebuilt": (("delayed",), True),
+    #: DelayedScaling, then Float8CurrentScaling, then back to the first object: another recipe type, one program.
+    "type": (("delayed", "current"), False),
 }
 
 
@@ -234,11 +241,13 @@ def test_8bit_inference_matches_its_eager_model(dtype: str, teparity_env: Any, r
 
 
 #: FP8 by step (``teparity.records.FP8_MODES``) and the evaluation steps: turned off, no autocast at all, a warm-up
-#: without FP8. FP8 state compared after every step.
+#: without FP8, one evaluation forward without FP8 between FP8 steps. FP8 state compared after every step (an
+#: evaluation step's: its forward roles).
 FP8_SCHEDULES = {
     "off": (("off",), ()),
     "no-autocast": (("none",), ()),
     "warm-up": (("off", "off", "on", "on"), ()),
+    "evaluation-between": (("on", "on", "off", "on"), (2,)),
 }
 
 
@@ -270,3 +279,45 @@ def test_cuda_graphs_match_eager_te(executor: str, parity: Pairs) -> None:
     """thunder's CUDA graph transform over the TE program, against eager TE without graphs: every replay must update
     the FP8 state and read the step's recipe as a run without graphs does."""
     _assert_feature(PairSpec(executor, "delayed", CASES[:1], steps=4, cuda_graphs=True), parity, "CUDA graphs")
+
+
+@pytest.mark.parametrize("network", TE_MODULE_NETWORKS)
+@pytest.mark.parametrize("compile_path", COMPILE_PATHS)
+@pytest.mark.check(checks.TE_MODULES, "{compile_path}-{network}")
+def test_te_module_networks_match_eager_te(compile_path: str, network: str, teparity_env: Any, ranks: StrategyRanks,
+                                           evidence: Any) -> None:
+    """A network of TE's own modules (``teparity.inrank.te_modules``) compiled by thunder, against the same modules run
+    eagerly: every step's output, parameters and TE FP8 state bitwise. Where thunder raises, eager TE must still run
+    in that process: a failed trace must not leave TE's global FP8 state broken."""
+    import torch
+
+    if reason := reasons.no_thunder(teparity_env) or reasons.no_fp8(teparity_env) or reasons.feature_absent(None, teparity_env.versions.thunder, recipe_changes=False,
+                                                                         compile_path=compile_path):
+        pytest.skip(reason)
+    spec = TeModulesSpec(compile_path=compile_path, network=network)
+    ctx = f"{teparity_env.versions.describe()}; {network} of TE modules under {compile_path}, {spec.steps} steps"
+    thunder, eager = ranks.side_by_side([(te_modules_run, (spec,)), reference(te_modules_run, dataclasses.replace(spec, side="eager"))])
+    if eager[0].error is not None:
+        pytest.fail(f"eager TE raised: {eager[0].error.traceback}; {ctx}", pytrace=False)
+    if (raised := thunder[0].error) is not None:
+        errors = [{"rank": 0, "error": f"{raised.type.rsplit('.', 1)[-1]}: {raised.message}\n{raised.traceback}"}]
+        if thunder[0].eager_after is not None:
+            errors.append({"rank": 0, "error": f"eager TE after the failed thunder trace, same process: {thunder[0].eager_after}"})
+        raise ThunderRunRaised(f"thunder raised; {ctx}\n" + "\n".join(e["error"].splitlines()[0] for e in errors), errors=errors)
+    parted = []
+    for step, (ours, theirs) in enumerate(zip(thunder[0].outputs, eager[0].outputs)):
+        for what, mine, expected in (("output", {"": ours}, {"": theirs}), ("parameter", thunder[0].parameters[step], eager[0].parameters[step]),
+                                     ("FP8 state", thunder[0].states[step], eager[0].states[step])):
+            if mine.keys() != expected.keys():
+                parted.append(f"step {step} {what}: thunder has {sorted(mine)}, eager TE {sorted(expected)}")
+                continue
+            for name in mine:
+                try:
+                    torch.testing.assert_close(mine[name], expected[name], rtol=0, atol=0)
+                except AssertionError as error:
+                    parted.append(f"step {step} {what} {name}: {' '.join(str(error).split())[:300]}")
+    if parted or not eager[0].states[-1]:
+        pytest.fail(f"thunder parts from eager TE ({len(parted)}): {'; '.join(parted[:6])}; {ctx}" if parted else
+                    f"eager TE holds no FP8 state: nothing of FP8 compared; {ctx}", pytrace=False)
+    evidence(f"{spec.steps} steps: outputs, {len(eager[0].parameters[0])} parameters and {len(eager[0].states[0])} FP8 state "
+             "tensors bitwise equal to eager TE")

@@ -28,6 +28,7 @@ from teparity.records import (
     RESUMED_WITHOUT_FP8_STATE,
     STATE_PER_CACHE_ENTRY,
     STATE_PER_CALL,
+    STATE_REJOINS_UPDATE,
     TORCH_LINEARS,
 )
 from teparity.stack.te_api import te_autocast
@@ -94,9 +95,10 @@ class _Twins(_Model):
 
 
 class StatePerCacheEntry(_Twins):
-    """One FP8 state per thunder cache entry, where eager TE keeps one per module: an entry per input shape, and for the
-    micro-batches without the gradient all-reduce another than for the one with it (``skip_data_parallel_grad_sync``
-    is part of thunder's cache key). A twin per entry, made at the entry's first forward.
+    """One FP8 state per thunder cache entry, where eager TE keeps one per module: an entry per input shape and per
+    whether the input requires grad (an evaluation forward between training steps), and for the micro-batches without
+    the gradient all-reduce another than for the one with it (``skip_data_parallel_grad_sync`` is part of thunder's
+    cache key). A twin per entry, made at the entry's first forward.
 
     The legacy executor's states are TE modules (its ``TELinear``s): TE's global update at every autocast exit and
     backward moves each registered module's state, the idle entry's too, as it moves the twins'. The functional
@@ -109,7 +111,7 @@ class StatePerCacheEntry(_Twins):
         self._own_updates = own_updates
         self._after_own_run: dict[int, list[torch.Tensor]] = {}
         self._synced = True
-        self._entries: dict[tuple[bool, tuple[int, ...]], int] = {}
+        self._entries: dict[tuple[bool, tuple[int, ...], bool], int] = {}
 
     def choose(self, recipe: Any, synced: bool) -> None:
         self._synced = synced
@@ -117,7 +119,7 @@ class StatePerCacheEntry(_Twins):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self._own_updates:
             self._undo_updates_of_idle_twins()
-        key = (self._synced, tuple(x.shape))
+        key = (self._synced, tuple(x.shape), x.requires_grad)
         if key not in self._entries:
             self._entries[key] = self._new_twin() if self._entries else 0
         self.active = self._entries[key]
@@ -146,6 +148,34 @@ class FreshStatePerRecipeObject(_Twins):
         if self._recipe is not None and recipe is not self._recipe:
             self.active = self._new_twin()
         self._recipe = recipe
+
+
+class StateRejoinsUpdateAfterTypeChange(_Model):
+    """Eager TE whose delayed-scaling state, made anew when the recipe type changes back to DelayedScaling, joins TE's
+    global amax buffer: what thunder's functional executor does with its own fresh state (updated after each GEMM).
+    Eager TE registers a module in that buffer once (``add_fp8_tensors_to_global_buffer`` returns where
+    ``fp8_meta`` holds its buffer index), so the new state's amax history and scale are never updated; dropping the
+    index at a type change lets TE register the new state."""
+
+    def __init__(self, plain: torch.nn.Module) -> None:
+        super().__init__()
+        self.network = te_twin(plain)
+        self._recipe_type: type | None = None
+
+    def choose(self, recipe: Any, synced: bool) -> None:
+        from teparity.stack.te_api import fp8_global_state_manager
+
+        if self._recipe_type is not None and type(recipe) is not self._recipe_type:
+            index = fp8_global_state_manager().get_buffer_info()
+            for module in self.network.modules():
+                getattr(module, "fp8_meta", {}).pop(index, None)
+        self._recipe_type = type(recipe)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.network(x)
+
+    def state_module(self) -> torch.nn.Module:
+        return self.network
 
 
 class ResumedWithoutFp8State(_Model):
@@ -440,6 +470,7 @@ MODELS: dict[str, Callable[[torch.nn.Module, Build], _Model]] = {
                                                                   gelus=gelu_remat(build.compile_path)),
     RESUMED_WITHOUT_FP8_STATE: lambda plain, build: ResumedWithoutFp8State(plain),
     STATE_PER_CALL: lambda plain, build: StatePerCall(plain),
+    STATE_REJOINS_UPDATE: lambda plain, build: StateRejoinsUpdateAfterTypeChange(plain),
 }
 
 

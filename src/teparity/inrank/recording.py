@@ -13,13 +13,16 @@ from teparity.stack.executors import ExecutorInfo, executor_module
 from teparity.trace_summary import summarize
 
 
-def step_state(run: CaseRun, program: Program, rank: int, info: ExecutorInfo, recipe: Any, spec: PairSpec) -> Snapshot:
-    """The FP8 state after a step (no backward ran in inference: only the forward roles hold state)."""
+def step_state(run: CaseRun, program: Program, rank: int, info: ExecutorInfo, recipe: Any, spec: PairSpec,
+               step: int) -> Snapshot:
+    """The FP8 state after a step: where no backward ran (inference, an evaluation step), the forward roles alone (the
+    backward roles are the last training step's, and thunder's snapshot reads them through a backward trace that did
+    not run)."""
     if program.runs_eager:
         state = fp8state.eager_snapshot(program.state_module() if program.state_module else program.network)
     else:
         state = thunder_snapshot(run, program.network, rank, info, recipe, spec)
-    return state if spec.train else fp8state.forward_roles(state)
+    return state if spec.trains_at(step) else fp8state.forward_roles(state)
 
 
 def last_traces(compiled: Any, spec: PairSpec) -> tuple[Any, Any | None, int | None]:

@@ -166,7 +166,7 @@ def _run_case(side: Side, spec: PairSpec, run: CaseRun, rank: int, group: Any) -
             outputs, input_grads = _micro_batches(side, spec, run.case, program, recipe, step, rank, input_grad)
             grads = {n: program.full(n, p.grad).detach().float().cpu().clone() for n, p in program.parameters.items()
                      if p.grad is not None}
-            state = step_state(run, program, rank, info, recipe, spec)
+            state = step_state(run, program, rank, info, recipe, spec, step)
             run.steps.append(StepRecord(outputs, input_grads, grads, state, syncs.backward_calls() - before))
             if spec.trains_at(step):
                 optimizer.step()

@@ -11,6 +11,7 @@ from teparity.records import (
     RESUMED_WITHOUT_FP8_STATE,
     STATE_PER_CACHE_ENTRY,
     STATE_PER_CALL,
+    STATE_REJOINS_UPDATE,
     TORCH_LINEARS,
 )
 
@@ -21,7 +22,7 @@ TORCH_RUNS_EVERY_LINEAR = DefectModel(
 WORLD_REDUCTION = DefectModel("eager TE reducing amaxes over the world, not the fp8 group", (("fp8_group_size", None),))
 NO_REDUCTION = DefectModel("eager TE with each rank its own fp8 group: no amax reduction across ranks", (("fp8_group_size", 1),))
 STATE_PER_ENTRY = DefectModel(
-    "eager TE with an FP8 state per thunder cache entry: per input shape, and for the micro-batches without the "
+    "eager TE with an FP8 state per thunder cache entry: per input shape and per whether the input requires grad, and for the micro-batches without the "
     "gradient all-reduce another than for the one with it (te.Linear twins sharing the parameters; for the functional "
     "executor, whose states are its traces' own, a twin's state moves only when it runs)",
     (("model", STATE_PER_CACHE_ENTRY),),
@@ -64,4 +65,8 @@ FRESH_STATE_AT_RESUME = DefectModel(
 STATE_PER_LINEAR_CALL = DefectModel(
     "eager TE with the shared linear's second call through a te.Linear of its own on the same parameters: an FP8 "
     "state per call", (("model", STATE_PER_CALL),),
+)
+STATE_REJOINS_UPDATE_AFTER_TYPE_CHANGE = DefectModel(
+    "eager TE whose delayed-scaling state, made anew when the recipe type changes back, joins TE's global amax update "
+    "(as thunder's fresh state is updated)", (("model", STATE_REJOINS_UPDATE),),
 )

@@ -14,7 +14,7 @@ ENTRY = KnownDefect(
     "eager TE keeps each module's state across DelayedScaling recipes",
     executors=("functional",),
     signature=signatures.STATE_RESTARTS_EACH_STEP,
-    checks=(checks.RECIPE_CHANGE, "fp8-switched[no-autocast]"),
+    checks=("recipe-change[alternate]", "recipe-change[rebuilt]", "fp8-switched[no-autocast]"),
     thunder=">=0.2.3",
     te=">=2.9",
     cause="thunder/executors/transformer_engineex_impl.py TERecipeState.__call__ keeps its state only while "

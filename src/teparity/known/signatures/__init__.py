@@ -27,6 +27,7 @@ from teparity.known.signatures.numbers import (
     STATE_PER_INPUT_SHAPE,
     STATE_RESTARTS_AT_RESUME,
     STATE_RESTARTS_EACH_STEP,
+    STATE_STRANDED_BY_TE,
 )
 from teparity.known.signatures.raises import (
     BLOCK_SCALING_QUANTIZER_COUNT,
@@ -45,6 +46,7 @@ from teparity.known.signatures.raises import (
     RECOMPUTE_READS_AN_UNBOUND_FORWARD_TENSOR,
     SDPA_PARAMS_OF_SIX,
     SYMBOLIC_VALUES_CANNOT_UNPACK,
+    TE_MODULES_UNTRACEABLE,
     TORCHCOMPILE_CAT_SEGFAULT,
 )
 from teparity.known.signatures.traces import (

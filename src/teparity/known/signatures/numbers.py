@@ -129,6 +129,17 @@ def _state_per_call(evidence: PartedFromEagerEvidence, env: Environment) -> bool
     return not evidence["case_errors"] and any("@" in name for name in _states_on_thunders_side_only(evidence))
 
 
+def _state_stranded_by_te(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
+    """No case raised; the first difference is a state or gradient (no output) at a step after 0, where each side's
+    amax history holds one forward pass: both made a fresh state there."""
+    thunder, eager = _forwards_by_step(evidence)
+    first = evidence["first_difference"]
+    return (
+        not evidence["case_errors"] and first is not None and first[0] >= 1 and first[1] is None
+        and len(thunder) == len(eager) > first[0] and thunder[first[0]] == eager[first[0]] == 1
+    )
+
+
 # -- the signatures -------------------------------------------------------------------------------
 
 FP8_STATE_PER_CACHE_ENTRY = Signature(
@@ -190,4 +201,10 @@ STATE_PER_CALL = Signature(
     _state_per_call,
     "no case raised, and after step 0 thunder holds an FP8 state for a later call of a linear (name@2) that eager TE "
     "does not",
+)
+STATE_STRANDED_BY_TE = Signature(
+    PartedFromEager,
+    _state_stranded_by_te,
+    "no case raised; the first difference is a state or gradient at a step after 0 where both sides' amax histories "
+    "hold one forward pass (a fresh state each; eager TE's is not updated)",
 )

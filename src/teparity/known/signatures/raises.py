@@ -24,6 +24,19 @@ from teparity.stack.environment import Environment
 
 _NO_FP32_BIAS_ALGO = "Unable to find suitable cuBLAS GEMM algorithm"
 
+#: What thunder.jit raises on a network of TE modules, by TE release: TE 2.9 traces, then its autocast exit meets the
+#: trace's proxies in TE's global amax buffer (as does an eager TE step after it); TE 2.20 fails inside the trace.
+_TE_MODULES_UNTRACEABLE = re.compile(
+    r"expected Tensor as element \d+ in argument 0, but got TensorProxy|attribute fp8 of \w+ object out of sync|"
+    r"'function' object has no attribute '__self__'|layernorm_fwd\(\): incompatible function arguments"
+)
+
+
+def _te_modules_untraceable(evidence: dict[str, Any], env: Environment) -> bool:
+    """Every error of thunder's side (and of eager TE's step after it) is one of ``_TE_MODULES_UNTRACEABLE``."""
+    errors = evidence.get("errors") or []
+    return bool(errors) and all(_TE_MODULES_UNTRACEABLE.search(e["error"].splitlines()[0]) for e in errors)
+
 
 def _fp32_bias_gemm(evidence: PartedFromEagerEvidence, env: Environment) -> bool:
     errors = evidence["case_errors"]
@@ -388,5 +401,14 @@ FX_CODEGEN_NOT_INTERPRETED = Signature(
     "every rank, or every thunder-side error, raised inside torch.fx's code generation: TypeError \"object of type "
     "'MappingKeysView' has no len()\" in _python_code's delete_unused_values, or thunder's InterpreterError of "
     "AssertionError 'attribute nodes of Graph object out of sync' in thunder_general_jit; nothing else failed",
+    bounded=True,
+)
+TE_MODULES_UNTRACEABLE = Signature(
+    ThunderRunRaised,
+    _te_modules_untraceable,
+    "thunder.jit of a network of TE modules raised one of: TypeError 'expected Tensor as element N in argument 0, but "
+    "got TensorProxy' at TE's autocast exit (and eager TE's step after it raised the same), AssertionError 'attribute "
+    "fp8 of <module> object out of sync', AttributeError \"'function' object has no attribute '__self__'\", TypeError "
+    "'layernorm_fwd(): incompatible function arguments'; nothing else raised",
     bounded=True,
 )
