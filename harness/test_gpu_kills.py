@@ -39,6 +39,7 @@ INFERENCE_8BIT = "tests/features/test_feature_parity.py::test_8bit_inference_mat
 SWITCHED = "tests/features/test_feature_parity.py::test_fp8_switched_by_step_matches_eager_te"
 OFF_ENDS = "tests/features/test_feature_parity.py::test_layers_kept_out_of_fp8_match_eager_te"
 DDP_SWITCHED = "tests/ddp/test_ddp_parity.py::test_fp8_switched_by_step_under_ddp_matches_torch_ddp"
+TE_MODULES = "tests/features/test_feature_parity.py::test_te_module_networks_match_eager_te"
 #: The FP8-switching rows each scale mutation kills against their models (docs/results/h100-te2.9.0-te2.20.2-b1f1fda-switching-rows).
 SWITCHING_KILLS = {
     "legacy": (f"{SWITCHED}[legacy-off]", f"{SWITCHED}[legacy-warm-up]", f"{OFF_ENDS}[legacy]", f"{DDP_SWITCHED}[legacy-warm-up]"),
@@ -87,6 +88,8 @@ KILLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "thunderfx-recompiles-every-call": ((f"{DDP_THUNDERFX}[functional]", f"{DDP_THUNDERFX}[legacy]"), ("amax_history differs",)),
     "inference-8bit-weight-scale-off": ((f"{INFERENCE_8BIT}[bfloat16]", f"{INFERENCE_8BIT}[float32]"),
                                         ("parts from its eager model",)),
+    "thunderfx-jits-the-whole-module": ((f"{TE_MODULES}[thunderfx-linear]", f"{TE_MODULES}[thunderfx-layernorm-mlp]"),
+                                        ("thunder raised",)),
 }
 KILLING_TESTS = sorted({t for killing, _ in KILLS.values() for t in killing})
 #: Killing tests that are strict xfails (known defects) on a clean run of that stack: their clean run must be known,

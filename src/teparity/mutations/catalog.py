@@ -285,6 +285,15 @@ CATALOG: dict[str, Mutation] = {
             kill_note="a compile per step, on the CPU too; `ddp-thunderfx`: FP8 state against torch DDP + eager TE from step 1",
         ),
         Mutation(
+            "thunderfx-jits-the-whole-module",
+            "thunderfx hands the whole module to thunder.jit, no Dynamo split: TE's own modules, which Dynamo leaves to "
+            "run eagerly, are traced by thunder",
+            "thunderfx",
+            thunderfx.jits_the_whole_module,
+            killed_by=("te-modules[thunderfx-*]",),
+            kill_note="a network of TE modules then raises as under thunder.jit",
+        ),
+        Mutation(
             "checker-declines",
             "every TE executor's checker declines every linear: a silent fallback to torch",
             "te",

@@ -23,3 +23,12 @@ def recompiles_every_call() -> None:
         return compiled
 
     thunder.jit = jit  # ThunderCompiler imports it at each call (``from thunder import jit``, 0.2.2 .. 0.2.7 dev builds)
+
+
+def jits_the_whole_module() -> None:
+    """``thunderfx(module)`` hands the whole module to ``thunder.jit``, no Dynamo split: TE's modules, which Dynamo
+    leaves to run eagerly (TE disables Dynamo on their forwards), are then traced by thunder."""
+    import thunder
+    import thunder.dynamo
+
+    thunder.dynamo.thunderfx = lambda fn, /, **options: thunder.jit(fn)
