@@ -290,7 +290,7 @@ CATALOG: dict[str, Mutation] = {
             "run eagerly, are traced by thunder",
             "thunderfx",
             thunderfx.jits_the_whole_module,
-            killed_by=("te-modules[thunderfx-*]",),
+            killed_by=("te-modules[thunderfx-linear]", "te-modules[thunderfx-layernorm-mlp]"),
             kill_note="a network of TE modules then raises as under thunder.jit",
         ),
         Mutation(
