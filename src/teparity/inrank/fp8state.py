@@ -56,6 +56,18 @@ def live_scaling_tensors(network: Any) -> list[Any]:
             for name in ("amax_history", "scale", "scale_inv") if (tensor := getattr(state, name, None)) is not None]
 
 
+def whole_states(network: Any) -> dict[str, Any]:
+    """Every TE module's delayed-scaling state, whole (every column, whatever the module: ``te.LayerNormMLP`` has two
+    GEMMs), on the CPU: ``{"<module>.scaling_fwd.amax_history": tensor, "<module>.scaling_fwd.scale": ..., ...}``."""
+    states = {}
+    for name, child in network.named_modules():
+        for key, state in zip(("scaling_fwd", "scaling_bwd"), _scaling_states(child)):
+            if state is not None and hasattr(state, "amax_history"):
+                for role in ("amax_history", "scale"):
+                    states[f"{name}.{key}.{role}"] = getattr(state, role).detach().float().cpu().clone()
+    return states
+
+
 def eager_snapshot(network: Any) -> Snapshot:
     """State of every TE module in an eager network (unwraps torch DDP)."""
     network = getattr(network, "module", network)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from teparity.inrank.fp8state import whole_states
 from teparity.records import RankError, TeModulesRun
 from teparity.strategies import STRATEGIES, Strategy
 
@@ -38,17 +39,14 @@ class TeModulesSpec:
 
 
 def te_modules_run(rank: int, world_size: int, spec: TeModulesSpec) -> TeModulesRun:
-    """``spec.steps`` SGD steps of the spec's network on this rank's GPU: thunder's side returns what it raised
-    instead of raising (a one-rank run: no collective waits on it), with eager TE's step after it."""
-    import torch
-
+    """``spec.steps`` SGD steps of the spec's network on this rank's GPU. A side returns what it raised instead of
+    raising (a one-rank run: no collective waits on it); thunder's, with what eager TE's step after it raised."""
     module = _network(spec)
     try:
         forward = _compiled(module, spec.compile_path) if spec.side == "thunder" else module
         outputs, parameters, states = _train(forward, module, spec, rank)
     except Exception as error:
-        return TeModulesRun(error=RankError.of(error), eager_after=_eager_step_after())
-    torch.cuda.synchronize()
+        return TeModulesRun(error=RankError.of(error), eager_after=_eager_step_after() if spec.side == "thunder" else None)
     return TeModulesRun(outputs, parameters, states)
 
 
@@ -101,20 +99,8 @@ def _train(forward: Any, module: Any, spec: TeModulesSpec, rank: int) -> tuple[t
         optimizer.zero_grad(set_to_none=True)
         outputs.append(y.detach().float().cpu())
         parameters.append({n: p.detach().float().cpu().clone() for n, p in module.named_parameters()})
-        states.append(_fp8_state(module))
+        states.append(whole_states(module))
     return tuple(outputs), tuple(parameters), tuple(states)
-
-
-def _fp8_state(module: Any) -> dict[str, Any]:
-    """Every TE module's FP8 state, whole: ``{"<module>.scaling_fwd.amax_history": tensor, ...}`` on the CPU."""
-    state = {}
-    for name, child in module.named_modules():
-        meta = getattr(child, "fp8_meta", None) or {}
-        for key in ("scaling_fwd", "scaling_bwd"):
-            if (scaling := meta.get(key)) is not None and hasattr(scaling, "amax_history"):
-                for role in ("amax_history", "scale"):
-                    state[f"{name}.{key}.{role}"] = getattr(scaling, role).detach().float().cpu().clone()
-    return state
 
 
 def _eager_step_after() -> str | None:
