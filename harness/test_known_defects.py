@@ -829,7 +829,7 @@ def test_the_next_releases_hold_every_entry_the_newest_stack_holds() -> None:
     """A release day is no red day: thunder's next dev builds (a PR's tree) and TE's next release hold what the newest
     declared stack holds, by extrapolation; torch 2.12.1 too."""
     newest = set(known_defects.registered_for(Versions(torch="2.11.0", thunder="0.2.7.dev20260201", transformer_engine="2.20.2")))
-    assert len(newest) == 17, sorted(newest)
+    assert len(newest) == 18, sorted(newest)
     for thunder, te, torch_version in (("0.2.7", "2.20.2", "2.11.0"), ("0.2.8.dev20260301", "2.20.2", "2.11.0"),
                                        ("0.2.7.dev20260201", "2.21.0", "2.11.0"), ("0.2.7.dev20260201", "2.20.2", "2.12.1")):
         held = set(known_defects.registered_for(Versions(torch=torch_version, thunder=thunder, transformer_engine=te)))
@@ -1347,6 +1347,12 @@ def test_the_cuda_graph_signature_reads_the_legacy_executors_raise_of_0_2_4() ->
 
 
 
+def _evaluation(**changes: Any) -> PartedFromEager:
+    """fp8-switched[evaluation-between]: train, train, evaluate (an input without grad: a cache entry of its own), train."""
+    return _parted(**{"micro_batches": 1, "cache_entries": {0: {"c": 2}}, "first_difference": (2, 0),
+                      "forwards_by_step": {"eager": [1, 2, 3, 4], "thunder": [1, 2, 1, 3]}, **changes})
+
+
 def _stranded(**changes: Any) -> PartedFromEager:
     """recipe-change[type] (Delayed, Current, Delayed, Current): at step 2 both sides hold a fresh state; eager TE's
     is never updated."""
@@ -1364,6 +1370,15 @@ def _jit_raised(*errors: str) -> ThunderRunRaised:
 
 
 SIGNATURES.update({
+    "fp8-state-per-input-requires-grad": (
+        _evaluation(), _env(),
+        [
+            ("one cache entry", _evaluation(cache_entries={0: {"c": 1}}), _env()),
+            ("parts at step 0", _evaluation(first_difference=(0, 0)), _env()),
+            ("as many forwards as eager TE", _evaluation(forwards_by_step={"eager": [1, 2, 3, 4], "thunder": [1, 2, 3, 3]}), _env()),
+            ("a case raised", _evaluation(case_errors=[{"case": Case(), "side": "thunder", "error": "RuntimeError: x"}]), _env()),
+        ],
+    ),
     "te-recipe-type-change-strands-delayed-state": (
         _stranded(), _env(),
         [
@@ -1380,7 +1395,7 @@ SIGNATURES.update({
             ("another TypeError", _jit_raised("TypeError: unsupported operand type(s)"), _env()),
             ("eager TE after it raised otherwise", _jit_raised(PROXY_IN_AMAX_BUFFER, "eager TE after the failed thunder trace, "
                                                                "same process: RuntimeError: CUDA error"), _env()),
-            ("the numbers part instead", _stranded(), _env()),
+            ("the numbers part instead", _evaluation(), _env()),
         ],
     ),
 })

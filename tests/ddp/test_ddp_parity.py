@@ -181,6 +181,7 @@ def test_torch_ddp_around_thunderfx_matches_torch_ddp(executor: str, parity: Pai
 #: amaxes in lock-step with eager TE's?
 DDP_FP8_SCHEDULES = {
     "warm-up": (("off", "on", "on"), ()),
+    "evaluation-between": (("on", "on", "off", "on"), (2,)),
 }
 
 

@@ -241,11 +241,13 @@ def test_8bit_inference_matches_its_eager_model(dtype: str, teparity_env: Any, r
 
 
 #: FP8 by step (``teparity.records.FP8_MODES``) and the evaluation steps: turned off, no autocast at all, a warm-up
-#: without FP8. FP8 state compared after every step (an evaluation step's: its forward roles).
+#: without FP8, one evaluation forward without FP8 between FP8 steps. FP8 state compared after every step (an
+#: evaluation step's: its forward roles).
 FP8_SCHEDULES = {
     "off": (("off",), ()),
     "no-autocast": (("none",), ()),
     "warm-up": (("off", "off", "on", "on"), ()),
+    "evaluation-between": (("on", "on", "off", "on"), (2,)),
 }
 
 

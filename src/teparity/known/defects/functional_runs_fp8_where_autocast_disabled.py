@@ -15,7 +15,7 @@ ENTRY = KnownDefect(
     "their FP8 state as with FP8 on",
     executors=("functional",),
     signature=signatures.FP8_WHERE_OFF,
-    checks=("fp8-switched[off]", "fp8-switched[warm-up]", checks.DDP_FP8_SWITCHED,
+    checks=("fp8-switched[off]", "fp8-switched[warm-up]", "fp8-switched[evaluation-between]", checks.DDP_FP8_SWITCHED,
             checks.FP8_OFF_ENDS),
     thunder=">=0.2.3",
     te=">=2.9",

@@ -15,7 +15,7 @@ ENTRY = KnownDefect(
     "autocast around layers inside the forward leaves no trace",
     executors=("legacy",),
     signature=signatures.FP8_WHERE_OFF,
-    checks=("fp8-switched[off]", "fp8-switched[warm-up]", checks.DDP_FP8_SWITCHED,
+    checks=("fp8-switched[off]", "fp8-switched[warm-up]", "fp8-switched[evaluation-between]", checks.DDP_FP8_SWITCHED,
             checks.FP8_OFF_ENDS),
     thunder=">=0.2.4",
     te=">=2.9",
