@@ -44,6 +44,8 @@ pytestmark = [
 
 #: Entries that need TE on an FP8 GPU; test_gpu_kills.py holds their kill expectations.
 GPU_ONLY = {
+    "cuda-graph-transform-inert",
+    "jit-leaves-te-modules-eager",
     "amax-updates-duplicated",
     "inference-8bit-weight-scale-off",
     "autocast-linear-not-downcast",

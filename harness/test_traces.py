@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from teparity.judge.traces import (
     assert_no_violations,
     check_backward_sync,
+    check_cuda_graph_regions,
     check_fp8_state_updates,
     check_no_forward_linear_in_backward,
     check_no_forward_sync,
@@ -113,6 +114,30 @@ def test_the_sync_anywhere_but_right_before_the_return_is_a_violation(real_trace
 
 
 # -- DDP: the sync after every gradient wait (a summary shaped like a real DDP backward's tail) ------
+
+
+def _in_a_cuda_graph(trace: Any, first: int, last: int) -> Any:
+    """``trace`` with its symbols ``first`` .. ``last`` held by one region, as thunder's CUDA graph transform makes it
+    (a fusion symbol ``CUDAGraph0`` whose subsymbols are the region's)."""
+    from thunder.core.symbol import BoundSymbol, Symbol
+
+    symbols = list(trace.bound_symbols)
+    held = symbols[first:last + 1]
+    region = BoundSymbol(Symbol("CUDAGraph0", meta=None, is_fusion=True), (), {}, held[-1].output, held)
+    return _with_bound_symbols(trace, [*symbols[:first], region, *symbols[last + 1:]])
+
+
+def test_a_cuda_graph_region_is_summarized_with_the_symbols_it_holds(real_traces: tuple[Any, Any]) -> None:
+    """The TE linears and the sync a CUDA graph captures are the program's: the checks see them, in order."""
+    backward = real_traces[1]
+    plain = summarize(backward, "bwd")
+    graphed = summarize(_in_a_cuda_graph(backward, 1, len(backward.bound_symbols) - 2), "bwd")
+    assert [row.name for row in graphed.rows] == [plain.rows[0].name, "CUDAGraph0", *[row.name for row in plain.rows[1:]]]
+    assert check_backward_sync(graphed) == [] and check_cuda_graph_regions(graphed) == []
+
+
+def test_a_program_without_a_cuda_graph_region_is_a_violation(real_traces: tuple[Any, Any]) -> None:
+    assert _invariants(check_cuda_graph_regions(summarize(real_traces[0], "fwd"))) == ["cuda-graph-regions"]
 
 
 def _ddp_tail(order: list[str]) -> TraceSummary:

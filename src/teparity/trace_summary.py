@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from teparity.stack.symbols import BACKWARD_SYNC_SYMBOL
+from teparity.stack.symbols import BACKWARD_SYNC_SYMBOL, CUDA_GRAPH_REGION_PREFIX
 
 Role = Literal["return", "backward_sync", "grad_wait", "all_reduce", "other"]
 
@@ -79,6 +79,15 @@ def _proxy_names(proxies: Iterable[Any]) -> tuple[str, ...]:
     return tuple(name for proxy in proxies if isinstance(name := getattr(proxy, "name", None), str))
 
 
+def _program_symbols(bsyms: Iterable[Any]) -> Iterable[Any]:
+    """The trace's symbols in order, a CUDA graph region followed by the symbols it holds: they are the program's (its
+    TE linears, syncs and updates), only captured in a graph."""
+    for bsym in bsyms:
+        yield bsym
+        if bsym.sym.name.startswith(CUDA_GRAPH_REGION_PREFIX):
+            yield from bsym.subsymbols
+
+
 def summarize(trace: Any, label: str) -> TraceSummary:
     """Reduce a thunder ``TraceCtx`` to a ``TraceSummary``."""
     rows = tuple(
@@ -86,6 +95,6 @@ def summarize(trace: Any, label: str) -> TraceSummary:
             index=i, name=bsym.sym.name, role=_role(bsym), text=_first_line(bsym),
             inputs=_proxy_names(bsym.flat_proxy_args), outputs=_proxy_names(bsym.flat_proxy_outs),
         )
-        for i, bsym in enumerate(trace.bound_symbols)
+        for i, bsym in enumerate(_program_symbols(trace.bound_symbols))
     )
     return TraceSummary(label=label, rows=rows)

@@ -45,6 +45,8 @@ def te_modules_run(rank: int, world_size: int, spec: TeModulesSpec) -> TeModules
     try:
         forward = _compiled(module, spec.compile_path) if spec.side == "thunder" else module
         outputs, parameters, states = _train(forward, module, spec, rank)
+        if spec.side == "thunder" and spec.compile_path == "jit":
+            _assert_thunder_compiled(forward)
     except Exception as error:
         return TeModulesRun(error=RankError.of(error), eager_after=_eager_step_after() if spec.side == "thunder" else None)
     return TeModulesRun(outputs, parameters, states)
@@ -79,6 +81,16 @@ def _compiled(module: Any, compile_path: str) -> Any:
     import thunder
 
     return thunder.jit(module)
+
+
+def _assert_thunder_compiled(forward: Any) -> None:
+    """The steps ran thunder's program of the modules, not the modules handed back (a silent fallback to eager TE)."""
+    import thunder
+
+    misses = getattr(thunder.compile_stats(forward), "cache_misses", 0)
+    if not misses:
+        raise AssertionError(f"thunder.jit compiled nothing ({type(forward).__name__} ran, {misses} compiles): the TE "
+                             "modules ran eagerly, outside thunder")
 
 
 def _train(forward: Any, module: Any, spec: TeModulesSpec, rank: int) -> tuple[tuple[Any, ...], tuple[dict[str, Any], ...], tuple[dict[str, Any], ...]]:

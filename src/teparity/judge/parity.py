@@ -25,6 +25,7 @@ from teparity.judge.traces import (
     Violation,
     assert_no_violations,
     check_backward_sync,
+    check_cuda_graph_regions,
     check_fp8_state_updates,
     check_functional_updates,
     check_no_forward_linear_in_backward,
@@ -118,6 +119,8 @@ def trace_violations(thunder_by_rank: list[list[CaseRun]], spec: PairSpec) -> li
     for run in _ran(thunder_by_rank):
         n = run.case.arch.linear_calls(len(run.linear_names))
         recomputed = checkpoint_recomputes(run.case) if spec.checkpoint else (0, 0)
+        if spec.cuda_graphs:
+            violations += check_cuda_graph_regions(run.forward)
         if run.backward is not None:
             violations += check_no_forward_linear_in_backward(run.backward, spec.executor, recomputed)
         if spec.executor == "functional":

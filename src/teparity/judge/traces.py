@@ -177,6 +177,16 @@ def check_te_claims(forward: TraceSummary, backward: TraceSummary | None, execut
     return violations
 
 
+def check_cuda_graph_regions(forward: TraceSummary) -> list[Violation]:
+    """Where thunder's CUDA graph transform was asked for, the forward runs in graphs: at least one region."""
+    from teparity.stack.symbols import CUDA_GRAPH_REGION_PREFIX
+
+    if _named(forward, CUDA_GRAPH_REGION_PREFIX):
+        return []
+    return [_violation(forward, "cuda-graph-regions", f"no {CUDA_GRAPH_REGION_PREFIX}* region: the CUDA graph "
+                       "transform captured nothing", [])]
+
+
 def te_linears_held(forward: TraceSummary, executor: str) -> int:
     """How many linears the executor's TE symbols hold in a forward trace."""
     from teparity.stack.symbols import TE_FORWARD_LINEAR_PREFIX

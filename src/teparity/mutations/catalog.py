@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
-from teparity.mutations import distributed, functional, inference, legacy, module, patching, thunderfx
+from teparity.mutations import compiling, distributed, functional, inference, legacy, module, patching, thunderfx
 from teparity.stack.reasons import mutation_inapplicable
 
 if TYPE_CHECKING:
@@ -292,6 +292,23 @@ CATALOG: dict[str, Mutation] = {
             thunderfx.jits_the_whole_module,
             killed_by=("te-modules[thunderfx-linear]", "te-modules[thunderfx-layernorm-mlp]"),
             kill_note="a network of TE modules then raises as under thunder.jit",
+        ),
+        Mutation(
+            "jit-leaves-te-modules-eager",
+            "thunder.jit of a module holding TE's own modules hands the module back: they run eagerly, a silent "
+            "fallback where thunder cannot trace them",
+            "te",
+            compiling.jit_leaves_te_modules_eager,
+            killed_by=("te-modules[jit-linear]", "te-modules[jit-layernorm-mlp]"),
+            kill_note="thunder compiled nothing: a failure outside the known raise's signature",
+        ),
+        Mutation(
+            "cuda-graph-transform-inert",
+            "thunder's CUDA graph transform hands every trace back unchanged: the program runs without CUDA graphs",
+            "te",
+            compiling.cuda_graph_transform_inert,
+            killed_by=("cuda-graphs",),
+            kill_note="no CUDA graph region in thunder's forward trace: a failure outside the known raise's signature",
         ),
         Mutation(
             "checker-declines",

@@ -26,3 +26,7 @@ FUNCTIONAL_RECIPE_PREFIX = "get_te_fp8_recipe"
 
 #: The legacy executor's module-level helper that inserts the sync into the backward trace.
 SYNC_INSERTION_HELPER = "_insert_bwd_fp8_meta_sync"
+
+
+#: thunder's CUDA graph transform's regions (``CUDAGraph0``, ...): fusions whose symbols run in a captured graph.
+CUDA_GRAPH_REGION_PREFIX = "CUDAGraph"
