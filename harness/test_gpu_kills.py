@@ -76,8 +76,7 @@ KILLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "autocast-linear-not-downcast": ((f"{AUTOCAST}[functional]",), ("input grad: Tensor-likes are not close", "XPASS")),
     "no-grad-torch-linear-off": ((f"{INFERENCE}[functional-delayed]",), (OFF_THE_MODEL,)),
     "recipe-change-state-of-another-history": ((f"{RECIPE_CHANGE}[functional-alternate]", f"{RECIPE_CHANGE}[functional-rebuilt]",
-                                                f"{RECIPE_CHANGE}[functional-type]", f"{TE_MODULES}[jit-linear]", f"{TE_MODULES}[jit-layernorm-mlp]",
-               f"{CUDA_GRAPHS}[legacy]", f"{CUDA_GRAPHS}[functional]", f"{SWITCHED}[functional-no-autocast]"),
+                                                f"{RECIPE_CHANGE}[functional-type]", f"{SWITCHED}[functional-no-autocast]"),
                                                (OFF_THE_MODEL,)),
     # The small network's bf16 weight gradients round a 1 + 2**-10 factor away here: only the llama block's show it
     # (docs/results/h100-te2.9.0-te2.20.2-9f885b1-reference-reuse/gpu-kills; TE 2.20.2 kills both, h200-te2.20.2-2bafd7a-killmatrix).
@@ -96,7 +95,9 @@ KILLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # The known raises of these rows, turned into a silent run without what was asked for.
     "jit-leaves-te-modules-eager": ((f"{TE_MODULES}[jit-linear]", f"{TE_MODULES}[jit-layernorm-mlp]"),
                                     ("thunder.jit compiled nothing",)),
-    "cuda-graph-transform-inert": ((f"{CUDA_GRAPHS}[legacy]", f"{CUDA_GRAPHS}[functional]"), ("no CUDAGraph* region",)),
+    # The legacy row stays known under it on thunder 0.2.6 with TE 2.9.0 and 2.20.2: what its thunder side raises then
+    # is the entry's other form (cuda-graphs' legacy diagnosis in docs/results).
+    "cuda-graph-transform-inert": ((f"{CUDA_GRAPHS}[functional]",), ("no CUDAGraph* region",)),
 }
 KILLING_TESTS = sorted({t for killing, _ in KILLS.values() for t in killing})
 #: Killing tests that are strict xfails (known defects) on a clean run of that stack: their clean run must be known,

@@ -1402,9 +1402,10 @@ SIGNATURES.update({
 
 
 def test_the_te_modules_signature_reads_each_te_releases_form() -> None:
-    """TE 2.20.2 fails inside thunder's trace, by build and module; eager TE then runs (no second error)."""
+    """TE 2.20.2 and 2.12.0 fail inside thunder's trace, by build and module; eager TE then runs (no second error)."""
     entry = known_defects.BY_ID["te-modules-untraceable-under-thunder-jit"]
     for error in ("InterpreterError: Encountered exception AssertionError: attribute fp8 of Linear object out of sync: False vs. True",
                   "InterpreterError: Encountered exception AttributeError: 'function' object has no attribute '__self__'",
-                  "TypeError: layernorm_fwd(): incompatible function arguments. The following argument types are supported:"):
+                  "TypeError: layernorm_fwd(): incompatible function arguments. The following argument types are supported:",
+                  "KeyError: thunder.dtypes.bfloat16"):
         assert known_defects.match([entry], _jit_raised(error), _env()) is entry, error

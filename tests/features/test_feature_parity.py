@@ -303,7 +303,9 @@ def test_te_module_networks_match_eager_te(compile_path: str, network: str, tepa
         errors = [{"rank": 0, "error": f"{raised.type.rsplit('.', 1)[-1]}: {raised.message}\n{raised.traceback}"}]
         if thunder[0].eager_after is not None:
             errors.append({"rank": 0, "error": f"eager TE after the failed thunder trace, same process: {thunder[0].eager_after}"})
-        raise ThunderRunRaised(f"thunder raised; {ctx}\n" + "\n".join(e["error"].splitlines()[0] for e in errors), errors=errors)
+        where = "\n      ".join(raised.traceback.strip().splitlines()[-6:])  # where thunder's side raised it
+        raise ThunderRunRaised(f"thunder raised; {ctx}\n" + "\n".join(e["error"].splitlines()[0] for e in errors)
+                               + f"\n  thunder's side:\n      {where}", errors=errors)
     if not eager[0].states[-1]:
         pytest.fail(f"eager TE holds no FP8 state: nothing of FP8 compared; {ctx}", pytrace=False)
     parted = []
