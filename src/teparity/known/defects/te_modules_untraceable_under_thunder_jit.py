@@ -23,6 +23,7 @@ ENTRY = KnownDefect(
     "(TypeError); with TE 2.20 the trace fails first, in thunder's attribute sync on a module's fp8 flag (0.2.2), on a "
     "bound method's __self__ or in tex.layernorm_fwd given proxies (0.2.6 on)",
     seen=(
+        "docs/results/h100-te2.9.0-te2.20.2-te2.12.0-7cd3218",
         "docs/results/h100-te2.9.0-4bf1ef8-new-rows-bench",
         "docs/results/h100-te2.9.0-te2.20.2-b1f1fda-switching-rows",
     ),
