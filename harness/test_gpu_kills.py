@@ -95,9 +95,8 @@ KILLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # The known raises of these rows, turned into a silent run without what was asked for.
     "jit-leaves-te-modules-eager": ((f"{TE_MODULES}[jit-linear]", f"{TE_MODULES}[jit-layernorm-mlp]"),
                                     ("thunder.jit compiled nothing",)),
-    # The legacy row stays known under it on thunder 0.2.6 with TE 2.9.0 and 2.20.2: what its thunder side raises then
-    # is the entry's other form (cuda-graphs' legacy diagnosis in docs/results).
-    "cuda-graph-transform-inert": ((f"{CUDA_GRAPHS}[functional]",), ("no CUDAGraph* region",)),
+    # With TE 2.10+ the legacy executor holds no TE (legacy-executor-loses-te-from-te-2.10): only the functional row dies.
+    "cuda-graph-transform-inert": ((f"{CUDA_GRAPHS}[legacy]", f"{CUDA_GRAPHS}[functional]"), ("no CUDAGraph* region",)),
 }
 KILLING_TESTS = sorted({t for killing, _ in KILLS.values() for t in killing})
 #: Killing tests that are strict xfails (known defects) on a clean run of that stack: their clean run must be known,

@@ -308,7 +308,8 @@ CATALOG: dict[str, Mutation] = {
             "te",
             compiling.cuda_graph_transform_inert,
             killed_by=("cuda-graphs",),
-            kill_note="no CUDA graph region in thunder's forward trace: a failure outside the known raise's signature",
+            kill_note="no CUDA graph region in thunder's forward trace, a failure outside the known raise's signature (with TE "
+            "2.10+ the functional row: the legacy executor holds no TE there)",
         ),
         Mutation(
             "checker-declines",
