@@ -23,7 +23,7 @@ ENTRY = KnownDefect(
     "with requires_grad as the key",
     model=models.STATE_PER_ENTRY,
     seen=(
-        "docs/results/h100-te2.9.0-te2.20.2-te2.12.0-7cd3218",
+        "docs/results/h100-te2-7cd3218-new-rows",
         "docs/results/h100-te2.9.0-4bf1ef8-new-rows-bench",
         "docs/results/h100-te2.9.0-85c5bb3-switching-models",
     ),

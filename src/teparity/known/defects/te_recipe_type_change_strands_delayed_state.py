@@ -24,7 +24,7 @@ ENTRY = KnownDefect(
     "holds the new one's. Unchanged on TE's main branch (2026-08)",
     model=models.STATE_REJOINS_UPDATE_AFTER_TYPE_CHANGE,
     seen=(
-        "docs/results/h100-te2.9.0-te2.20.2-te2.12.0-7cd3218",
+        "docs/results/h100-te2-7cd3218-new-rows",
         "docs/results/h100-te2.9.0-4bf1ef8-new-rows-bench",
         "docs/results/h100-te2.9.0-85c5bb3-switching-models",
         "docs/results/h100-te2.9.0-te2.20.2-b1f1fda-switching-rows",
