@@ -17,6 +17,7 @@ import pytest
 import torch
 from packaging.specifiers import SpecifierSet
 
+from teparity.report.parity import read_json
 from teparity import checks
 from teparity.report.parity import ParityReport
 from teparity.report.table import unwrapped
@@ -745,7 +746,7 @@ def test_every_entry_is_bounded_and_cites_its_evidence(entry: KnownDefect) -> No
         assert any(s.operator in (">=", ">", "==") for s in SpecifierSet(span)), f"{entry.id}: {span} has no lower bound"
     assert entry.cause and entry.signature and entry.seen
     for seen in entry.seen:
-        assert (REPO / seen).is_dir() and any((REPO / seen).rglob("*.json")), f"{entry.id}: no report under {seen}"
+        assert (REPO / seen).is_dir() and any((REPO / seen).rglob("*.json*")), f"{entry.id}: no report under {seen}"
 
 
 def _bound_problems(entry: KnownDefect, root: Path = REPO) -> list[str]:
@@ -801,7 +802,7 @@ def _fix_problems(entry: KnownDefect, root: Path = REPO) -> list[str]:
             continue
         if fix.bound not in {str(s) for span in spans(ranges[fix.package] or "") for s in SpecifierSet(span)}:
             problems.append(f"{fix.bound} is not a clause of {fix.package} `{ranges[fix.package]}`")
-        if evidence.suffix != ".json" or (data := json.loads(evidence.read_text())).get("schema") != "teparity.parity-report/1":
+        if not evidence.name.endswith((".json", ".json.gz")) or (data := read_json(evidence)).get("schema") != "teparity.parity-report/1":
             continue
         versions = data["environment"]["versions"]
         if within(versions.get(_RANGE_KEYS[fix.package]), fix.bound):
@@ -824,9 +825,9 @@ def test_an_upper_bound_without_a_run_that_shows_the_fix_is_refused() -> None:
     assert _fix_problems(dataclasses.replace(entry, thunder=entry.thunder + ",<0.2.8")) == [
         "thunder <0.2.8: an upper bound no run showed the defect gone at (cite one, or open the range)"]
     legacy = known_defects.BY_ID["legacy-fp8-group-ignored"]
-    still_there = dataclasses.replace(legacy.fixed[0], bound="<0.2.6", evidence="docs/results/h100-matrix-a42f2cc/te-2.9.0/te2.9.0-th0.2.6.json")
+    still_there = dataclasses.replace(legacy.fixed[0], bound="<0.2.6", evidence="docs/results/h100-matrix-a42f2cc/te-2.9.0/te2.9.0-th0.2.6.json.gz")
     said = _fix_problems(dataclasses.replace(legacy, thunder=">=0.2.0.dev0,<0.2.6", fixed=(still_there,)))
-    assert len(said) == 1 and said[0].startswith("docs/results/h100-matrix-a42f2cc/te-2.9.0/te2.9.0-th0.2.6.json: shows it: "), said
+    assert len(said) == 1 and said[0].startswith("docs/results/h100-matrix-a42f2cc/te-2.9.0/te2.9.0-th0.2.6.json.gz: shows it: "), said
 
 
 def test_the_next_releases_hold_every_entry_the_newest_stack_holds() -> None:
@@ -1263,8 +1264,8 @@ def test_no_entry_covers_a_test_the_declared_matrix_passed() -> None:
     matrix's committed run (the one docs/compatibility.md is made from), no test that passed is covered by an entry."""
     run = re.search(r"\]\((results/[^/)]*-matrix-[^/)]*)/README\.md\)", (REPO / "docs" / "compatibility.md").read_text()).group(1)
     covered = []
-    for path in sorted((REPO / "docs" / run).glob("te-*/te*-th*.json")):
-        data = json.loads(path.read_text())
+    for path in sorted((REPO / "docs" / run).glob("te-*/te*-th*.json.gz")):
+        data = read_json(path)
         v = data["environment"]["versions"]
         versions = Versions(torch=v["torch"], thunder=v["thunder"], transformer_engine=v["transformer_engine"])
         covered += [f"{path.name}: {t['nodeid']} ({', '.join(e.id for e in entries)})" for row in data["results"]

@@ -126,5 +126,5 @@ def test_the_compatibility_document_is_current_links_every_report_and_has_at_mos
     assert out.read_text() == committed, "docs/compatibility.md is stale: run scripts/compatibility.sh"
     rows = [line for line in committed.splitlines() if line.startswith("| ") and not line.startswith("| thunder |")]
     assert len(rows) <= 60, f"{len(rows)} table rows"
-    linked = re.findall(r"\]\((results/[^)]+\.json)\)", committed)
+    linked = re.findall(r"\]\((results/[^)]+\.json(?:\.gz)?)\)", committed)
     assert linked and all((root / "docs" / link).is_file() for link in linked)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from teparity.report.parity import read_json
 from teparity.report.parity import ParityReport, TestOutcome
 from teparity.report.table import CONTINUED_INDENT, terminal_table, unwrapped
 from harness import REPO
@@ -256,10 +257,10 @@ def test_doctor_covers_every_tier_of_the_gate() -> None:
 def test_diff_of_a_real_report_sees_a_regression_and_no_change_of_words(tmp_path: Path) -> None:
     """``diff`` of a CPU gate's report: exit 0 where it agrees with itself and where only a test's evidence's words moved;
     exit 1 naming the test, with both outcomes, where a pass became a failure."""
-    before = REPO / "docs" / "results" / "cpu-refactor-4306794-bb0deed" / "gate-4306794.json"
+    before = REPO / "docs" / "results" / "cpu-refactor-4306794-bb0deed" / "gate-4306794.json.gz"
     same = subprocess.run([sys.executable, "-m", "teparity", "diff", str(before), str(before)], capture_output=True, text=True)
     assert same.returncode == 0 and same.stdout.startswith("0 regressed, 0 fixed, 0 changed, 0 explained by the other versions, 0 new, 0 removed"), same.stdout
-    data = json.loads(before.read_text())
+    data = read_json(before)
     test = next(t for result in data["results"] for t in result["tests"] if t["outcome"] == "pass")
     test["evidence"] += "; one more word"
     worded = tmp_path / "worded.json"

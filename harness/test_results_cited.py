@@ -6,6 +6,7 @@ and a markdown link that leads into the folder from where it is written (the ind
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections import defaultdict
@@ -123,3 +124,17 @@ def test_the_results_index_lists_every_folder() -> None:
     index = (RESULTS / "README.md").read_text()
     unlisted = [p.name for p in sorted(RESULTS.iterdir()) if p.is_dir() and f"[{p.name}]({p.name}/)" not in index]
     assert not unlisted, f"folders docs/results/README.md does not list: {unlisted}"
+
+
+def test_every_committed_parity_report_is_compressed() -> None:
+    """A parity report is about fifteen times smaller gzip-compressed, and every command reads it so: the evidence stays
+    small enough to clone."""
+    raw = []
+    for path in sorted(RESULTS.rglob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except ValueError:
+            continue
+        if isinstance(data, dict) and "results" in data and "environment" in data:
+            raw.append(str(path.relative_to(REPO)))
+    assert not raw, "parity reports committed uncompressed (gzip -9n each, and name it .json.gz where cited):\n" + "\n".join(raw)

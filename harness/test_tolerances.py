@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from teparity.report.parity import read_json
 from teparity.judge import tolerances
 from harness import REPO
 
@@ -23,9 +24,10 @@ _LLAMA = ("llama-block", "ddp-llama")
 
 def _gpu_reports() -> Iterator[dict[str, Any]]:
     """Every committed GPU parity report."""
-    for path in sorted((REPO / "docs" / "results").glob("h200-*/**/*.json")):
+    results = REPO / "docs" / "results"
+    for path in sorted([*results.glob("h200-*/**/*.json"), *results.glob("h200-*/**/*.json.gz")]):
         try:
-            report = json.loads(path.read_text())
+            report = read_json(path)
         except ValueError:
             continue
         if isinstance(report, dict) and "results" in report:

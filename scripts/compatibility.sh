@@ -18,11 +18,13 @@ for s in read():
 print("\n".join(" ".join([te, *builds]) for te, builds in by.items()))')
 stacks=$(echo "$declared" | awk '{n += NF - 1} END {print n}')
 MATRIX=
+# A stack's report, committed compressed (.json.gz) or as a run wrote it (.json).
+report() { if [ -f "$1.json" ]; then echo "$1.json"; else echo "$1.json.gz"; fi; }
 # (a clone without that history: every such folder, by name)
 for folder in $( (git log --format= --name-only --diff-filter=A -- "$R"/*-matrix-*/ 2>/dev/null | cut -d/ -f3; \
                   cd "$R" && ls -d -- *-matrix-* | sort -r) | awk 'NF && !seen[$0]++'); do
   complete=yes
-  while read -r te builds; do for th in $builds; do [ -f "$R/$folder/te-$te/te$te-th$th.json" ] || complete=no; done; done <<< "$declared"
+  while read -r te builds; do for th in $builds; do [ -f "$(report "$R/$folder/te-$te/te$te-th$th")" ] || complete=no; done; done <<< "$declared"
   if [ $complete = yes ]; then MATRIX=$R/$folder; break; fi
 done
 [ -n "$MATRIX" ] || { echo "no run under docs/results/ holds a report of every declared stack: run the matrix" >&2; exit 1; }
@@ -37,7 +39,7 @@ done
   echo "FAIL / XPASS / known / skip with a footnote naming the failure, the registered upstream defect"
   echo "([known-defects.md](known-defects.md)) or the reason for the skip; empty: no such check there."
   while read -r te builds; do
-    reports=(); for th in $builds; do reports+=("$MATRIX/te-$te/te$te-th$th.json"); done
+    reports=(); for th in $builds; do reports+=("$(report "$MATRIX/te-$te/te$te-th$th")"); done
     echo
     echo "## TE $te with thunder $(echo "$builds" | sed 's/ /, /g')"
     echo

@@ -80,7 +80,8 @@ def diff(before: Path, after: Path, *, numbers: bool = False) -> int:
 
 def _source(path: Path) -> str:
     """The run a report came from: its folder, and its file name where a folder holds several."""
-    return path.parent.name if path.stem == "parity-report" else f"{path.parent.name}/{path.stem}"
+    name = path.name.removesuffix(".gz").removesuffix(".json")
+    return path.parent.name if name == "parity-report" else f"{path.parent.name}/{name}"
 
 
 def known_defects(*, write_seen: bool = False) -> int:

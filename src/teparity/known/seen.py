@@ -30,11 +30,14 @@ def derive(root: Path, entries: Any) -> Seen:
     def newer(a: str | None, b: str | None) -> str | None:
         return b if a is None else a if b is None else max(a, b, key=Version)
 
+    from teparity.report.parity import read_json
+
     reports = []
-    for path in sorted((root / "docs" / "results").rglob("*.json")):
+    results = root / "docs" / "results"
+    for path in sorted([*results.rglob("*.json"), *results.rglob("*.json.gz")]):
         try:
-            data = json.loads(path.read_text())
-        except ValueError:
+            data = read_json(path)
+        except (OSError, EOFError, ValueError):
             continue
         if isinstance(data, dict) and "results" in data and "environment" in data:
             reports.append((path.relative_to(root).as_posix(), data))

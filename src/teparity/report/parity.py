@@ -10,6 +10,7 @@ skip (with the reason).
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 from pathlib import Path
 from typing import Any, Literal
@@ -231,16 +232,23 @@ class NotAReport(Exception):
     """A file the command was given is not a teparity parity report; the message says why, in one line."""
 
 
+def read_json(path: str | Path) -> Any:
+    """A JSON file, gzip-compressed where its name ends in ``.gz``, as the reports committed under docs/results are."""
+    raw = Path(path).read_bytes()
+    return json.loads(gzip.decompress(raw) if str(path).endswith(".gz") else raw)
+
+
 def read_report(path: str | Path) -> ParityReport:
-    """The parity report in ``path``, or ``NotAReport`` saying why not (missing, unreadable, not JSON, another file)."""
+    """The parity report in ``path`` (``.json``, or ``.json.gz``), or ``NotAReport`` saying why not (missing, unreadable,
+    not JSON, another file)."""
     try:
-        text = Path(path).read_text()
-    except OSError as error:
-        raise NotAReport(f"cannot read it: {error.strerror or error}") from None
-    try:
-        data = json.loads(text)
-    except ValueError as error:
+        data = read_json(path)
+    except (OSError, EOFError) as error:  # gzip's BadGzipFile and a cut stream too
+        raise NotAReport(f"cannot read it: {getattr(error, 'strerror', None) or error}") from None
+    except json.JSONDecodeError as error:
         raise NotAReport(f"not a teparity parity report (not JSON: {error.msg}: line {error.lineno} column {error.colno})") from None
+    except ValueError as error:  # not text
+        raise NotAReport(f"not a teparity parity report (not JSON: {error})") from None
     try:
         return ParityReport.from_json(data)
     except (KeyError, TypeError, ValueError, AttributeError) as error:

@@ -23,5 +23,5 @@ ENTRY = KnownDefect(
     "(functional-checker-asserts-on-current-scaling), from 0.2.6.dev20251005 it declines it "
     "(functional-declines-current-scaling)",
     seen=("docs/results/h200-te2.9.0-13aaff2-combinations",),
-    fixed=(FixSeen("thunder", "<0.2.5.dev20250831", "docs/results/h100-matrix-a42f2cc/te-2.9.0/te2.9.0-th0.2.5.json"),),
+    fixed=(FixSeen("thunder", "<0.2.5.dev20250831", "docs/results/h100-matrix-a42f2cc/te-2.9.0/te2.9.0-th0.2.5.json.gz"),),
 )

@@ -22,5 +22,5 @@ ENTRY = KnownDefect(
     "0.2.6.dev20251005 declines with a warning (functional-declines-current-scaling); before dev20250831 the legacy "
     "checker decides. Run on 0.2.5 with TE 2.20.2",
     seen=("docs/results/h200-matrix-cceeca7", "docs/results/h200-te2.9.0-13aaff2-combinations"),
-    fixed=(FixSeen("thunder", "<=0.2.6.dev20250928", "docs/results/h200-te2.9.0-04f6fc3/02-th026pre.json"),),
+    fixed=(FixSeen("thunder", "<=0.2.6.dev20250928", "docs/results/h200-te2.9.0-04f6fc3/02-th026pre.json.gz"),),
 )

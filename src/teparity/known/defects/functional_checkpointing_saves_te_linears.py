@@ -25,5 +25,5 @@ ENTRY = KnownDefect(
     "docs/results/h200-te2.9.0-04f6fc3-bisects/twice-from. Under thunder fsdp the same (0.2.3, 0.2.4)",
     model=models.SAVED_NOT_RECOMPUTED,
     seen=("docs/results/h200-te2.9.0-2bafd7a", "docs/results/h200-te2.9.0-82bfe86-features", "docs/results/h200-te2.9.0-04f6fc3", "docs/results/h200-te2.9.0-8cf5409-strategies"),
-    fixed=(FixSeen("thunder", "<=0.2.5.dev20250629", "docs/results/h200-te2.9.0-db1ecfc/th-0.2.5.dev20250706.json"),),
+    fixed=(FixSeen("thunder", "<=0.2.5.dev20250629", "docs/results/h200-te2.9.0-db1ecfc/th-0.2.5.dev20250706.json.gz"),),
 )

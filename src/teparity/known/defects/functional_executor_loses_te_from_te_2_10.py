@@ -24,5 +24,5 @@ ENTRY = KnownDefect(
     "and 0.2.6.dev20251019 claimed every linear",
     model=models.TORCH_RUNS_EVERY_LINEAR,
     seen=("docs/results/h200-te2.20.2-84520fd", "docs/results/h200-te2.20.2-c71c746"),
-    fixed=(FixSeen("thunder", "<=0.2.5.dev20250824", "docs/results/h100-matrix-a42f2cc/te-2.20.2/te2.20.2-th0.2.5.json"),),
+    fixed=(FixSeen("thunder", "<=0.2.5.dev20250824", "docs/results/h100-matrix-a42f2cc/te-2.20.2/te2.20.2-th0.2.5.json.gz"),),
 )

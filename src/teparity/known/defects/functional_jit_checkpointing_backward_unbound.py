@@ -25,5 +25,5 @@ ENTRY = KnownDefect(
     "functional-checkpointing-saves-te-linears wherever the region recomputes a GELU, so its range is that entry's. "
     "thunderfx fails earlier, at te_functional_linear_bwd (functional-thunderfx-checkpointing-backward-unbound)",
     seen=("docs/results/h200-matrix-4a18837",),
-    fixed=(FixSeen("thunder", "<=0.2.5.dev20250629", "docs/results/h200-te2.9.0-db1ecfc/th-0.2.5.dev20250706.json"),),
+    fixed=(FixSeen("thunder", "<=0.2.5.dev20250629", "docs/results/h200-te2.9.0-db1ecfc/th-0.2.5.dev20250706.json.gz"),),
 )

@@ -25,5 +25,5 @@ ENTRY = KnownDefect(
     "ending the range. Under torch FSDP2 the same error, on gloo ranks sharing a GPU before FSDP2's crash there (0.2.3, 0.2.4)",
     seen=("docs/results/h200-te2.9.0-2bafd7a", "docs/results/h200-te2.9.0-82bfe86-features", "docs/results/h200-te2.9.0-28d36b3",
           "docs/results/h200-te2.9.0-04f6fc3", "docs/results/h200-te2.9.0-db1ecfc", "docs/results/h200-te2.9.0-8cf5409-strategies"),
-    fixed=(FixSeen("thunder", "<=0.2.5.dev20250629", "docs/results/h200-te2.9.0-db1ecfc/th-0.2.5.dev20250706.json"),),
+    fixed=(FixSeen("thunder", "<=0.2.5.dev20250629", "docs/results/h200-te2.9.0-db1ecfc/th-0.2.5.dev20250706.json.gz"),),
 )

@@ -25,5 +25,5 @@ ENTRY = KnownDefect(
     model=models.RECOMPUTE_RECORDS_AMAXES,
     seen=("docs/results/h200-te2.9.0-65ae0b1-features", "docs/results/h200-te2.9.0-82bfe86-features", "docs/results/h200-te2.9.0-2bafd7a",
           "docs/results/h200-te2.9.0-363ddd5-bisects/ckpt-twice-from", "docs/results/h200-te2.9.0-8cf5409-strategies"),
-    fixed=(FixSeen("thunder", "<0.2.7", "docs/results/h100-matrix-a42f2cc/te-2.9.0/te2.9.0-th0.2.7.dev20251130.json"),),
+    fixed=(FixSeen("thunder", "<0.2.7", "docs/results/h100-matrix-a42f2cc/te-2.9.0/te2.9.0-th0.2.7.dev20251130.json.gz"),),
 )

@@ -24,5 +24,5 @@ ENTRY = KnownDefect(
     seen=("docs/results/h200-matrix-8a03814", "docs/results/h200-te2.12.0-89202c6", "docs/results/h200-x2-te2.12.0-9e2f3e1",
           "docs/results/h200-x2-te2.16.1-9e2f3e1", "docs/results/h200-x2-te2.20.2-07a1392",
           "docs/results/h200-te2.20.2-c71c746"),
-    fixed=(FixSeen("thunder", "<0.2.7", "docs/results/h100-matrix-a42f2cc/te-2.20.2/te2.20.2-th0.2.7.dev20251130.json"),),
+    fixed=(FixSeen("thunder", "<0.2.7", "docs/results/h100-matrix-a42f2cc/te-2.20.2/te2.20.2-th0.2.7.dev20251130.json.gz"),),
 )

@@ -25,5 +25,5 @@ ENTRY = KnownDefect(
     bounds=(BisectedBound("thunder", "<=0.2.4.dev20250622", "docs/results/h200-te2.9.0-363ddd5-bisects/miscount-fix/bisect.json"),),
     # TE 2.10+ takes TE from the legacy executor (its CPUOffloadEnabled import), so nothing unpacks TE's saved tensors:
     # the legacy sync checks that raised with TE 2.9.0 pass with TE 2.20.2 on the same builds.
-    fixed=(FixSeen("te", "<2.10", "docs/results/h100-matrix-a42f2cc/te-2.20.2/te2.20.2-th0.2.2.json"),),
+    fixed=(FixSeen("te", "<2.10", "docs/results/h100-matrix-a42f2cc/te-2.20.2/te2.20.2-th0.2.2.json.gz"),),
 )

@@ -22,5 +22,5 @@ ENTRY = KnownDefect(
     model=models.WORLD_REDUCTION,
     seen=("docs/results/h200-matrix-8a03814", "docs/results/h200-te2.9.0-89202c6", "docs/results/h200-x2-te2.9.0-e797194",
           "docs/results/h200-x4-te2.9.0-dcd92ab"),
-    fixed=(FixSeen("thunder", "<0.2.7", "docs/results/h100-matrix-a42f2cc/te-2.9.0/te2.9.0-th0.2.7.dev20251130.json"),),
+    fixed=(FixSeen("thunder", "<0.2.7", "docs/results/h100-matrix-a42f2cc/te-2.9.0/te2.9.0-th0.2.7.dev20251130.json.gz"),),
 )

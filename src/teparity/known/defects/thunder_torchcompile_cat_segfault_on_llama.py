@@ -24,5 +24,5 @@ ENTRY = KnownDefect(
     "docs/results/cpu-thunder-2024-sdpa-checkpoint-nograd). The range is the builds seen: on 0.2.2 with TE 2.20.2 the "
     "legacy executor claims no linear and the same pass does not crash",
     seen=("docs/results/h200-te1.8.0-4306794", "docs/results/h200-te1.8.0-b4f3e73"),
-    fixed=(FixSeen("thunder", "<=0.2.0.dev20240901", "docs/results/h100-matrix-a42f2cc/te-2.9.0/te2.9.0-th0.2.2.json"),),
+    fixed=(FixSeen("thunder", "<=0.2.0.dev20240901", "docs/results/h100-matrix-a42f2cc/te-2.9.0/te2.9.0-th0.2.2.json.gz"),),
 )
