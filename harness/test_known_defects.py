@@ -17,7 +17,7 @@ import pytest
 import torch
 from packaging.specifiers import SpecifierSet
 
-from teparity.report.parity import read_json
+from teparity.reportfile import read_json
 from teparity import checks
 from teparity.report.parity import ParityReport
 from teparity.report.table import unwrapped

@@ -16,7 +16,7 @@ PACKAGE = REPO / "src" / "teparity"
 #: The layers from the ground up: each may import itself and the layers before it ("teparity" is the package's
 #: own ``__init__``, which prepares the import order).
 LAYERS = (
-    ("teparity.stack", "teparity.launch", "teparity.option_types", "teparity.checks"),
+    ("teparity.stack", "teparity.launch", "teparity.option_types", "teparity.checks", "teparity.reportfile"),
     ("teparity.trace_summary", "teparity.records", "teparity.strategies", "teparity.mutations", "teparity"),
     ("teparity.judge", "teparity.inrank"),
     ("teparity.known",),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from teparity.report.parity import read_json
+from teparity.reportfile import read_json
 from teparity.report.parity import ParityReport, TestOutcome
 from teparity.report.table import CONTINUED_INDENT, terminal_table, unwrapped
 from harness import REPO

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from teparity.report.parity import read_json
+from teparity.reportfile import read_json
 from teparity.judge import tolerances
 from harness import REPO
 

@@ -30,7 +30,7 @@ def derive(root: Path, entries: Any) -> Seen:
     def newer(a: str | None, b: str | None) -> str | None:
         return b if a is None else a if b is None else max(a, b, key=Version)
 
-    from teparity.report.parity import read_json
+    from teparity.reportfile import read_json
 
     reports = []
     results = root / "docs" / "results"

@@ -10,11 +10,11 @@ skip (with the reason).
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import json
 from pathlib import Path
 from typing import Any, Literal
 
+from teparity.reportfile import read_json
 from teparity.stack import reasons
 from teparity.stack.environment import Environment
 from teparity.stack.executors import EXECUTOR_KINDS
@@ -230,12 +230,6 @@ def red(status: int | None, why: str) -> str:
 
 class NotAReport(Exception):
     """A file the command was given is not a teparity parity report; the message says why, in one line."""
-
-
-def read_json(path: str | Path) -> Any:
-    """A JSON file, gzip-compressed where its name ends in ``.gz``, as the reports committed under docs/results are."""
-    raw = Path(path).read_bytes()
-    return json.loads(gzip.decompress(raw) if str(path).endswith(".gz") else raw)
 
 
 def read_report(path: str | Path) -> ParityReport:

@@ -1,0 +1,14 @@
+"""How a parity report lies on disk: JSON, gzip-compressed where its name ends in ``.gz``, as the reports committed
+under docs/results are (a fifteenth of the size). Read here by the report commands and by the registry's derivations."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+
+def read_json(path: str | Path) -> Any:
+    raw = Path(path).read_bytes()
+    return json.loads(gzip.decompress(raw) if str(path).endswith(".gz") else raw)
