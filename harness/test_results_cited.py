@@ -12,6 +12,7 @@ import subprocess
 from collections import defaultdict
 from pathlib import Path
 from harness import REPO
+from teparity.reportfile import is_parity_report
 
 RESULTS = REPO / "docs" / "results"
 #: This file, whose patterns are no citations.
@@ -135,6 +136,6 @@ def test_every_committed_parity_report_is_compressed() -> None:
             data = json.loads(path.read_text())
         except ValueError:
             continue
-        if isinstance(data, dict) and "results" in data and "environment" in data:
+        if is_parity_report(data):
             raw.append(str(path.relative_to(REPO)))
     assert not raw, "parity reports committed uncompressed (gzip -9n each, and name it .json.gz where cited):\n" + "\n".join(raw)

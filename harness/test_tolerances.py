@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from teparity.reportfile import read_json
+from teparity.reportfile import json_files, read_json
 from teparity.judge import tolerances
 from harness import REPO
 
@@ -24,8 +24,7 @@ _LLAMA = ("llama-block", "ddp-llama")
 
 def _gpu_reports() -> Iterator[dict[str, Any]]:
     """Every committed GPU parity report."""
-    results = REPO / "docs" / "results"
-    for path in sorted([*results.glob("h200-*/**/*.json"), *results.glob("h200-*/**/*.json.gz")]):
+    for path in json_files(REPO / "docs" / "results", "h200-*/**/*"):
         try:
             report = read_json(path)
         except ValueError:

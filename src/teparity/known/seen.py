@@ -30,16 +30,15 @@ def derive(root: Path, entries: Any) -> Seen:
     def newer(a: str | None, b: str | None) -> str | None:
         return b if a is None else a if b is None else max(a, b, key=Version)
 
-    from teparity.reportfile import read_json
+    from teparity.reportfile import is_parity_report, json_files, read_json
 
     reports = []
-    results = root / "docs" / "results"
-    for path in sorted([*results.rglob("*.json"), *results.rglob("*.json.gz")]):
+    for path in json_files(root / "docs" / "results"):
         try:
             data = read_json(path)
         except (OSError, EOFError, ValueError):
             continue
-        if isinstance(data, dict) and "results" in data and "environment" in data:
+        if is_parity_report(data):
             reports.append((path.relative_to(root).as_posix(), data))
     newest: Seen = {}
 
